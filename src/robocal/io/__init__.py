@@ -1,0 +1,1 @@
+"""Reading measurement data: tables with located errors."""

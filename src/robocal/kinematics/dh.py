@@ -1,0 +1,139 @@
+"""DH / modified-DH tables (YAML) turned into the internal kinematic tree.
+
+The file format is documented in docs/formats.md. In the modified (Craig) convention a row is
+RotX(alpha) TransX(a) RotZ(theta + q) TransZ(d), which is a constant origin followed by a
+rotation about z, exactly a URDF joint. In the standard convention a row is
+RotZ(theta + q) TransZ(d) TransX(a) RotX(alpha): the joint moves first, so the constant part of
+row k becomes the origin of the *next* joint (or of the chain's tip), and the `dh` parameters of
+row k are reported under that next joint's name.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from pathlib import Path
+
+import numpy as np
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field
+
+from robocal.errors import InputError
+from robocal.kinematics import transforms as tf
+from robocal.kinematics.tree import Joint, KinematicTree, Mimic, Origin
+from robocal.validation import Strict, load_yaml_model
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _number(value) -> float:
+    """A float, or a small arithmetic expression in `pi` such as "-pi/2"."""
+    if isinstance(value, (int, float)):
+        return float(value)
+
+    def ev(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id == "pi":
+            return math.pi
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        raise ValueError(f"'{value}' is not a number or an expression in pi")
+
+    return ev(ast.parse(str(value), mode="eval").body)
+
+
+Num = Annotated[float, BeforeValidator(_number)]
+Vec3 = tuple[Num, Num, Num]
+
+
+class MimicSpec(Strict):
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+class Row(Strict):
+    name: str
+    type: Literal["revolute", "prismatic"] = "revolute"
+    link: str | None = None
+    d: Num = 0.0
+    theta: Num = 0.0
+    a: Num = 0.0
+    alpha: Num = 0.0
+    limits: tuple[Num, Num] | None = None
+    mimic: MimicSpec | None = None
+
+
+class Tip(Strict):
+    name: str
+    d: Num = 0.0
+    theta: Num = 0.0
+    a: Num = 0.0
+    alpha: Num = 0.0
+
+
+class Placement(Strict):
+    xyz: Vec3 = (0.0, 0.0, 0.0)
+    rpy: Vec3 | None = None
+    rotvec: Vec3 | None = None
+
+    def xyzrpy(self) -> tuple[float, ...]:
+        if self.rpy is not None and self.rotvec is not None:
+            raise ValueError("give either rpy or rotvec, not both")
+        if self.rotvec is not None:
+            rpy = tuple(tf.matrix_to_rpy(tf.rotvec_to_matrix(np.asarray(self.rotvec))))
+        else:
+            rpy = self.rpy or (0.0, 0.0, 0.0)
+        return tuple(self.xyz) + tuple(float(v) for v in rpy)
+
+
+class Chain(Strict):
+    name: str
+    parent: str | None = None
+    base: Placement = Field(default_factory=Placement)
+    joints: list[Row]
+    tip: Tip | None = None
+
+
+class DHTable(Strict):
+    name: str
+    convention: Literal["modified", "standard"]
+    root: str = "base"
+    chains: list[Chain]
+
+
+def load_dh(path: str | Path) -> KinematicTree:
+    """Kinematic tree of a DH table file."""
+    path = Path(path)
+    table = load_yaml_model(path, DHTable)
+    kind = "mdh" if table.convention == "modified" else "dh"
+    joints: list[Joint] = []
+    tips = []
+    for chain in table.chains:
+        base_link = f"{chain.name}_base"
+        joints.append(Joint(f"{chain.name}_base_joint", "fixed", chain.parent or table.root, base_link, Origin("xyzrpy", chain.base.xyzrpy())))
+        parent, pending = base_link, None  # pending: constant part of the previous standard-DH row
+        for k, row in enumerate(chain.joints):
+            values = (row.d, row.theta, row.a, row.alpha)
+            origin = Origin(kind, values) if kind == "mdh" else (pending or Origin("dh", (0.0, 0.0, 0.0, 0.0)))
+            child = row.link or f"{chain.name}_link{k + 1}"
+            mimic = Mimic(row.mimic.joint, row.mimic.multiplier, row.mimic.offset) if row.mimic else None
+            joints.append(Joint(row.name, row.type, parent, child, origin, (0.0, 0.0, 1.0), mimic, row.limits))
+            parent, pending = child, Origin("dh", values)
+        if chain.tip is not None or pending is not None:
+            tip_name = chain.tip.name if chain.tip else f"{chain.name}_tip"
+            if kind == "mdh":
+                t = chain.tip
+                origin = Origin("mdh", (t.d, t.theta, t.a, t.alpha)) if t else Origin("mdh", (0.0, 0.0, 0.0, 0.0))
+            elif chain.tip is not None and any((chain.tip.d, chain.tip.theta, chain.tip.a, chain.tip.alpha)):
+                raise InputError(path, f"chain '{chain.name}': in the standard convention the tip is the last row's frame; give no tip values")
+            else:
+                origin = pending
+            joints.append(Joint(f"{tip_name}_joint", "fixed", parent, tip_name, origin))
+            tips.append(tip_name)
+    return KinematicTree(table.name, table.root, tuple(joints), source=path, source_kind="dh", end_effectors=tuple(tips))

@@ -1,0 +1,151 @@
+"""A kinematic tree plus its calibration parameterization: differentiable forward kinematics.
+
+Per joint one of four parameterizations is chosen:
+
+- ``joint_offsets``: an additive offset on an actuated joint variable (propagates to mimic joints);
+- ``full``: the 6-DOF placement error of the joint origin, Trans(dx,dy,dz) Rot(rx,ry,rz) applied
+  on the right of the nominal origin (in the joint frame, before the joint motion);
+- ``dh`` / ``xyzrpy``: additive errors on the origin's native numbers (d, theta, a, alpha for DH
+  rows; x, y, z, roll, pitch, yaw for URDF origins);
+- ``none``.
+
+FK is a Python loop over the joints of the requested chains; under ``jax.jit`` it unrolls into a
+fixed graph, and ``jax.vmap`` batches it over samples.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Literal, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from robocal.errors import RobocalError
+from robocal.kinematics import transforms as tf
+from robocal.kinematics.tree import LENGTH_COORDINATES, KinematicTree
+from robocal.parameters import Parameter
+
+Mode = Literal["none", "joint_offsets", "full", "dh", "xyzrpy"]
+MODES: tuple[str, ...] = ("none", "joint_offsets", "full", "dh", "xyzrpy")
+FULL_COORDINATES = ("dx", "dy", "dz", "rx", "ry", "rz")
+
+
+class RobotModel:
+    """Forward kinematics of a tree as a function of (robot parameters, actuated joint values)."""
+
+    def __init__(self, tree: KinematicTree, modes: dict[str, Mode] | None = None, fixed: Sequence[str] = ()):
+        """`fixed`: parameter-name patterns (fnmatch) held at nominal, e.g. a gauge freedom."""
+        self.tree = tree
+        self.modes = {name: mode for name, mode in (modes or {}).items() if mode != "none"}
+        n_joints = len(tree.joints)
+        params: list[Parameter] = []
+        full_idx = -np.ones((n_joints, 6), dtype=int)
+        native_idx = -np.ones((n_joints, 6), dtype=int)
+        offset_idx = -np.ones(len(tree.actuated), dtype=int)
+        for name, mode in self.modes.items():
+            if mode not in MODES:
+                raise RobocalError(f"joint '{name}': unknown parameterization '{mode}' (one of {', '.join(MODES)})")
+            j = tree.joint_index.get(name)
+            if j is None:
+                raise RobocalError(f"{tree.source or tree.name}: no joint named '{name}'")
+            joint = tree.joints[j]
+            if mode == "joint_offsets":
+                if not joint.actuated:
+                    raise RobocalError(f"joint '{name}' is not actuated ({'fixed' if not joint.moves else 'mimics ' + joint.mimic.joint}); joint_offsets needs an actuated joint")
+                offset_idx[tree.actuated.index(name)] = len(params)
+                kind = "translation" if joint.type == "prismatic" else "joint_offset"
+                params.append(Parameter(f"{name}.offset", kind, 0.0, unit="m" if kind == "translation" else "rad"))
+            elif mode == "full":
+                for c, coord in enumerate(FULL_COORDINATES):
+                    full_idx[j, c] = len(params)
+                    kind = "translation" if c < 3 else "rotation"
+                    params.append(Parameter(f"{name}.{coord}", kind, 0.0, unit="m" if c < 3 else "rad"))
+            else:
+                native = "xyzrpy" if mode == "xyzrpy" else ("dh", "mdh")
+                if joint.origin.kind not in native:
+                    raise RobocalError(f"joint '{name}': parameterization '{mode}' needs a {'URDF' if mode == 'xyzrpy' else 'DH'} origin, this one is '{joint.origin.kind}'")
+                for c, coord in enumerate(joint.origin.coordinates):
+                    native_idx[j, c] = len(params)
+                    is_length = coord in LENGTH_COORDINATES
+                    params.append(Parameter(f"{name}.{coord}", "translation" if is_length else "rotation", joint.origin.values[c], unit="m" if is_length else "rad"))
+        keep = np.array([not any(fnmatch.fnmatchcase(p.name, pat) for pat in fixed) for p in params], dtype=bool)
+        for pattern in fixed:
+            if not any(fnmatch.fnmatchcase(p.name, pattern) for p in params):
+                raise RobocalError(f"fixed: no parameter matches '{pattern}'")
+        renumber = np.append(np.where(keep, np.cumsum(keep) - 1, -1), -1)  # old index -> new, -1 dropped
+        full_idx, native_idx, offset_idx = renumber[full_idx], renumber[native_idx], renumber[offset_idx]
+        self.parameters = [p for p, k in zip(params, keep) if k]
+        n = len(self.parameters)
+        # Index n points at an appended zero, so unparameterized entries gather a zero correction.
+        self._full_idx = np.where(full_idx < 0, n, full_idx)
+        self._native_idx = np.where(native_idx < 0, n, native_idx)
+        self._offset_idx = np.where(offset_idx < 0, n, offset_idx)
+        self._native_base = np.array([np.pad(j.origin.values, (0, 6 - len(j.origin.values))) for j in tree.joints])
+        self._has_full = (full_idx >= 0).any(axis=1)
+        self._has_native = (native_idx >= 0).any(axis=1)
+        self._constant_origin = [np.asarray(j.origin.matrix()) for j in tree.joints]
+        self._drivers = {j.name: tree.driver(j.name) for j in tree.joints if j.moves}
+
+    @property
+    def nominal(self) -> np.ndarray:
+        return np.array([p.nominal for p in self.parameters], dtype=float)
+
+    def _origin(self, j: int, theta_ext):
+        joint = self.tree.joints[j]
+        if self._has_native[j]:
+            k = len(joint.origin.values)
+            index = self._native_idx[j, :k]
+            values = jnp.where(index < len(self.parameters), theta_ext[index], self._native_base[j, :k])
+            origin = joint.origin.matrix(values)
+        else:
+            origin = jnp.asarray(self._constant_origin[j])
+        if self._has_full[j]:
+            origin = origin @ tf.perturbation(theta_ext[self._full_idx[j]])
+        return origin
+
+    def joint_values(self, theta, q) -> dict:
+        """Value of every moving joint from the actuated values q (with calibrated offsets)."""
+        return self._joint_values(jnp.concatenate([jnp.asarray(theta), jnp.zeros(1)]), jnp.asarray(q))
+
+    def _joint_values(self, theta_ext, q):
+        q = q + theta_ext[self._offset_idx]
+        index = {name: i for i, name in enumerate(self.tree.actuated)}
+        return {name: gain * q[index[driver]] + offset for name, (driver, gain, offset) in self._drivers.items()}
+
+    def link_poses(self, theta, q, links: Sequence[str]):
+        """Poses (len(links), 4, 4) of the links in the root frame for one configuration q."""
+        theta_ext = jnp.concatenate([jnp.asarray(theta), jnp.zeros(1)])
+        values = self._joint_values(theta_ext, jnp.asarray(q))
+        poses = {self.tree.root: jnp.eye(4)}
+        for link in links:
+            for j in self.tree.chain(link):
+                joint = self.tree.joints[j]
+                if joint.child in poses:
+                    continue
+                t = poses[joint.parent] @ self._origin(j, theta_ext)
+                if joint.moves:
+                    t = t @ joint.motion(values[joint.name])
+                poses[joint.child] = t
+        return jnp.stack([poses[link] for link in links])
+
+    def calibrated_origins(self, theta) -> dict[str, np.ndarray]:
+        """Origins (4x4) of every joint the calibration changed, with joint offsets folded in.
+
+        A joint offset d on an actuated joint becomes Motion(d) appended to its origin, and
+        Motion(gain * d) on each joint that mimics it, so the URDF reproduces the calibrated FK.
+        """
+        theta_ext = np.concatenate([np.asarray(theta, dtype=float), [0.0]])
+        offsets = theta_ext[self._offset_idx]
+        out = {}
+        for j, joint in enumerate(self.tree.joints):
+            changed = self._has_full[j] or self._has_native[j]
+            origin = np.asarray(self._origin(j, theta_ext))
+            if joint.moves:
+                driver, gain, _ = self._drivers[joint.name]
+                if self._offset_idx[self.tree.actuated.index(driver)] < len(self.parameters):
+                    origin = origin @ np.asarray(joint.motion(gain * offsets[self.tree.actuated.index(driver)]))
+                    changed = True
+            if changed:
+                out[joint.name] = origin
+        return out

@@ -1,0 +1,150 @@
+"""Homogeneous transforms in JAX (float64), written once and shared by every model.
+
+Rotations follow the URDF convention: rpy = (roll, pitch, yaw) means
+R = Rz(yaw) @ Ry(pitch) @ Rx(roll) (fixed axes x, y, z).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def rot_x(a):
+    c, s = jnp.cos(a), jnp.sin(a)
+    o, z = jnp.ones_like(a), jnp.zeros_like(a)
+    return jnp.array([[o, z, z], [z, c, -s], [z, s, c]])
+
+
+def rot_y(a):
+    c, s = jnp.cos(a), jnp.sin(a)
+    o, z = jnp.ones_like(a), jnp.zeros_like(a)
+    return jnp.array([[c, z, s], [z, o, z], [-s, z, c]])
+
+
+def rot_z(a):
+    c, s = jnp.cos(a), jnp.sin(a)
+    o, z = jnp.ones_like(a), jnp.zeros_like(a)
+    return jnp.array([[c, -s, z], [s, c, z], [z, z, o]])
+
+
+def rpy_to_matrix(rpy):
+    return rot_z(rpy[2]) @ rot_y(rpy[1]) @ rot_x(rpy[0])
+
+
+def homogeneous(rotation, translation):
+    top = jnp.concatenate([rotation, jnp.reshape(translation, (3, 1))], axis=1)
+    return jnp.concatenate([top, jnp.array([[0.0, 0.0, 0.0, 1.0]])], axis=0)
+
+
+def translation(v):
+    return homogeneous(jnp.eye(3), v)
+
+
+def skew(v):
+    return jnp.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def rotvec_to_matrix(w):
+    """Rodrigues' formula, smooth at w = 0 (series for the small-angle coefficients)."""
+    theta2 = jnp.dot(w, w)
+    small = theta2 < 1e-12
+    safe2 = jnp.where(small, 1.0, theta2)
+    theta = jnp.sqrt(safe2)
+    a = jnp.where(small, 1.0 - theta2 / 6.0, jnp.sin(theta) / theta)
+    b = jnp.where(small, 0.5 - theta2 / 24.0, (1.0 - jnp.cos(theta)) / safe2)
+    k = skew(w)
+    return jnp.eye(3) + a * k + b * (k @ k)
+
+
+def matrix_to_rotvec(r):
+    """Inverse of :func:`rotvec_to_matrix` for angles below pi (used for orientation residuals)."""
+    cos = jnp.clip((jnp.trace(r) - 1.0) / 2.0, -1.0, 1.0)
+    theta = jnp.arccos(cos)
+    vee = jnp.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    small = theta < 1e-6
+    sin = jnp.where(small, 1.0, jnp.sin(theta))
+    factor = jnp.where(small, 0.5 + theta**2 / 12.0, theta / (2.0 * sin))
+    return factor * vee
+
+
+def perturbation(delta):
+    """The 6-DOF placement error used by the `full` parameterization and by unknown frames.
+
+    delta = (dx, dy, dz, rx, ry, rz): a translation and a rotation vector, composed as
+    Trans(d) @ Rot(r) and applied on the right of the nominal transform (in its own frame).
+    """
+    return homogeneous(rotvec_to_matrix(delta[3:6]), delta[0:3])
+
+
+def axis_angle_to_matrix(axis, angle):
+    return rotvec_to_matrix(jnp.asarray(axis) * angle)
+
+
+def dh_modified(d, theta, a, alpha):
+    """Craig's modified DH: RotX(alpha) TransX(a) RotZ(theta) TransZ(d)."""
+    rx = homogeneous(rot_x(alpha), jnp.zeros(3))
+    tx = translation(jnp.array([a, 0.0, 0.0]))
+    rz = homogeneous(rot_z(theta), jnp.zeros(3))
+    tz = translation(jnp.array([0.0, 0.0, d]))
+    return rx @ tx @ rz @ tz
+
+
+def dh_standard(d, theta, a, alpha):
+    """Classic (distal) DH: RotZ(theta) TransZ(d) TransX(a) RotX(alpha)."""
+    rz = homogeneous(rot_z(theta), jnp.zeros(3))
+    tz = translation(jnp.array([0.0, 0.0, d]))
+    tx = translation(jnp.array([a, 0.0, 0.0]))
+    rx = homogeneous(rot_x(alpha), jnp.zeros(3))
+    return rz @ tz @ tx @ rx
+
+
+def inverse(t):
+    r = t[:3, :3]
+    return homogeneous(r.T, -r.T @ t[:3, 3])
+
+
+# ---- NumPy helpers for I/O (not differentiated) ---------------------------------------------
+
+
+def matrix_to_rpy(r: np.ndarray) -> np.ndarray:
+    """URDF rpy of a rotation matrix; at gimbal lock (|pitch| = pi/2) roll is set to 0."""
+    r = np.asarray(r, dtype=float)
+    pitch = np.arctan2(-r[2, 0], np.hypot(r[0, 0], r[1, 0]))
+    if np.hypot(r[0, 0], r[1, 0]) < 1e-12:
+        return np.array([0.0, pitch, np.arctan2(-r[0, 1], r[1, 1])])
+    return np.array([np.arctan2(r[2, 1], r[2, 2]), pitch, np.arctan2(r[1, 0], r[0, 0])])
+
+
+def matrix_to_quaternion(r: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
+    r = np.asarray(r, dtype=float)
+    tr = np.trace(r)
+    candidates = np.array([tr, r[0, 0], r[1, 1], r[2, 2]])
+    i = int(np.argmax(candidates))
+    if i == 0:
+        s = 2.0 * np.sqrt(1.0 + tr)
+        q = np.array([s / 4, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s])
+    elif i == 1:
+        s = 2.0 * np.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2])
+        q = np.array([(r[2, 1] - r[1, 2]) / s, s / 4, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s])
+    elif i == 2:
+        s = 2.0 * np.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2])
+        q = np.array([(r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, s / 4, (r[1, 2] + r[2, 1]) / s])
+    else:
+        s = 2.0 * np.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1])
+        q = np.array([(r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, s / 4])
+    return q if q[0] >= 0 else -q
+
+
+def quaternion_to_matrix(q) -> jnp.ndarray:
+    """Rotation matrix of a (w, x, y, z) quaternion; the quaternion is normalized first."""
+    q = q / jnp.linalg.norm(q)
+    w, x, y, z = q
+    return jnp.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )

@@ -1,0 +1,169 @@
+"""The one internal kinematic tree that URDF files and DH tables are both turned into.
+
+A joint places its child link relative to its parent link by a constant *origin* followed by
+the joint *motion* (rotation about, or translation along, the joint axis). The origin keeps its
+native coordinates (URDF xyz+rpy, or the four numbers of a DH row) so that calibration can
+perturb exactly the numbers the user knows and write them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import jax.numpy as jnp
+
+from robocal.errors import RobocalError
+from robocal.kinematics import transforms as tf
+
+OriginKind = Literal["xyzrpy", "mdh", "dh"]
+JointType = Literal["revolute", "continuous", "prismatic", "fixed"]
+
+ORIGIN_COORDINATES: dict[str, tuple[str, ...]] = {
+    "xyzrpy": ("x", "y", "z", "roll", "pitch", "yaw"),
+    "mdh": ("d", "theta", "a", "alpha"),
+    "dh": ("d", "theta", "a", "alpha"),
+}
+# Which coordinates are lengths (m); the others are angles (rad).
+LENGTH_COORDINATES = {"x", "y", "z", "d", "a"}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Constant placement of a joint frame in its parent link, in native coordinates."""
+
+    kind: OriginKind
+    values: tuple[float, ...]
+
+    @property
+    def coordinates(self) -> tuple[str, ...]:
+        return ORIGIN_COORDINATES[self.kind]
+
+    def matrix(self, values=None):
+        """4x4 transform for the given native values (defaults to the nominal ones)."""
+        v = jnp.asarray(self.values if values is None else values)
+        if self.kind == "xyzrpy":
+            return tf.homogeneous(tf.rpy_to_matrix(v[3:6]), v[0:3])
+        if self.kind == "mdh":
+            return tf.dh_modified(v[0], v[1], v[2], v[3])
+        return tf.dh_standard(v[0], v[1], v[2], v[3])
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """q = multiplier * q[joint] + offset."""
+
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    type: JointType
+    parent: str
+    child: str
+    origin: Origin
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    mimic: Mimic | None = None
+    limits: tuple[float, float] | None = None
+
+    @property
+    def moves(self) -> bool:
+        return self.type != "fixed"
+
+    @property
+    def actuated(self) -> bool:
+        """An independent degree of freedom: moves and follows no other joint."""
+        return self.moves and self.mimic is None
+
+    def motion(self, q):
+        """Transform produced by the joint variable q."""
+        if self.type == "fixed":
+            return jnp.eye(4)
+        axis = jnp.asarray(self.axis)
+        if self.type == "prismatic":
+            return tf.translation(axis * q)
+        return tf.homogeneous(tf.axis_angle_to_matrix(axis, q), jnp.zeros(3))
+
+
+@dataclass(frozen=True)
+class KinematicTree:
+    """Links connected by joints, listed parent-before-child from a single root link."""
+
+    name: str
+    root: str
+    joints: tuple[Joint, ...]
+    source: Path | None = None
+    source_kind: Literal["urdf", "dh"] = "urdf"
+    end_effectors: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        seen = {self.root}
+        for joint in self.joints:
+            if joint.parent not in seen:
+                raise RobocalError(f"{self.source or self.name}: joint '{joint.name}' comes before its parent link '{joint.parent}'")
+            seen.add(joint.child)
+        for joint in self.joints:
+            if joint.mimic is not None and joint.mimic.joint not in self.joint_index:
+                raise RobocalError(f"{self.source or self.name}: joint '{joint.name}' mimics unknown joint '{joint.mimic.joint}'")
+
+    @cached_property
+    def joint_index(self) -> dict[str, int]:
+        return {j.name: i for i, j in enumerate(self.joints)}
+
+    @cached_property
+    def links(self) -> tuple[str, ...]:
+        return (self.root,) + tuple(j.child for j in self.joints)
+
+    @cached_property
+    def parent_joint(self) -> dict[str, int]:
+        """Index of the joint whose child is the link."""
+        return {j.child: i for i, j in enumerate(self.joints)}
+
+    @cached_property
+    def actuated(self) -> tuple[str, ...]:
+        """Independent joint variables, in tree order (the order of a configuration vector)."""
+        return tuple(j.name for j in self.joints if j.actuated)
+
+    def joint(self, name: str) -> Joint:
+        try:
+            return self.joints[self.joint_index[name]]
+        except KeyError:
+            raise RobocalError(f"{self.source or self.name}: no joint named '{name}'") from None
+
+    def has_link(self, link: str) -> bool:
+        return link == self.root or link in self.parent_joint
+
+    def chain(self, link: str) -> tuple[int, ...]:
+        """Indices of the joints from the root to the link, root first."""
+        if not self.has_link(link):
+            raise RobocalError(f"{self.source or self.name}: no link named '{link}'")
+        out = []
+        while link != self.root:
+            i = self.parent_joint[link]
+            out.append(i)
+            link = self.joints[i].parent
+        return tuple(reversed(out))
+
+    def driver(self, name: str) -> tuple[str, float, float]:
+        """The actuated joint that drives a moving joint, with the composed mimic gain and offset."""
+        joint, gain, offset = self.joint(name), 1.0, 0.0
+        while joint.mimic is not None:
+            gain, offset = gain * joint.mimic.multiplier, offset + gain * joint.mimic.offset
+            joint = self.joint(joint.mimic.joint)
+        if not joint.actuated:
+            raise RobocalError(f"{self.source or self.name}: joint '{name}' follows fixed joint '{joint.name}'")
+        return joint.name, gain, offset
+
+    def actuated_for(self, links) -> tuple[str, ...]:
+        """Actuated joints that move at least one of the links (the columns a data file needs)."""
+        needed = set()
+        for link in links:
+            for i in self.chain(link):
+                if self.joints[i].moves:
+                    needed.add(self.driver(self.joints[i].name)[0])
+        return tuple(name for name in self.actuated if name in needed)

@@ -1,0 +1,1 @@
+"""Measurement models: each turns one kind of recorded data into whitened residual rows."""

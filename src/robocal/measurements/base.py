@@ -1,0 +1,108 @@
+"""What every measurement model provides, and the context it is built in."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field, PositiveFloat
+
+from robocal.errors import InputError
+from robocal.io.table import Table, read_table
+from robocal.kinematics.model import RobotModel
+from robocal.parameters import ParameterLayout
+from robocal.problem.frames import Frame
+from robocal.validation import Strict
+
+
+class MeasurementConfig(Strict):
+    """Fields shared by every measurement entry of a problem file."""
+
+    name: str
+    data: Path
+    sigma: PositiveFloat = Field(description="standard deviation of one measured coordinate (SI)")
+    joints: dict[str, str] = Field(default_factory=dict, description="joint name -> data column, where they differ")
+
+
+@dataclass
+class BuildContext:
+    """What a measurement needs from its problem: files, the robot, frames, the parameter layout."""
+
+    problem_path: Path
+    robot: RobotModel
+    robot_block: slice
+    frames: dict[str, Frame]
+    joint_values: dict[str, float]
+    layout: ParameterLayout
+    config_field: str = ""  # e.g. "measurements[0]", for error messages
+    extra: dict = field(default_factory=dict)
+
+    def resolve(self, path: Path) -> Path:
+        return path if path.is_absolute() else self.problem_path.parent / path
+
+    def error(self, message: str, field: str) -> InputError:
+        return InputError(self.problem_path, message, field=f"{self.config_field}.{field}")
+
+
+class Measurement(ABC):
+    """A block of residual rows; `rows` and `errors` are pure JAX functions of (theta, data)."""
+
+    type_name: ClassVar[str]
+    Config: ClassVar[type[MeasurementConfig]]
+    error_label: ClassVar[str] = "error"
+
+    def __init__(self, config: MeasurementConfig, ctx: BuildContext):
+        self.config, self.ctx, self.name = config, ctx, config.name
+        self.data, self.lines = self.load(ctx.resolve(config.data))
+
+    @property
+    def n(self) -> int:
+        return len(self.lines)
+
+    @abstractmethod
+    def links(self) -> tuple[str, ...]:
+        """Links whose poses the model uses (decides which joint columns the data must have)."""
+
+    @abstractmethod
+    def load(self, path: Path) -> tuple[dict, np.ndarray]:
+        """Data pytree (arrays with one leading row axis) and the source line of each row."""
+
+    @abstractmethod
+    def rows(self, theta, data) -> jnp.ndarray:
+        """Whitened residuals (n, k): (prediction - measurement) / sigma."""
+
+    @abstractmethod
+    def errors(self, theta, data) -> jnp.ndarray:
+        """Unwhitened errors in SI units, (n, m): the figures reported before/after calibration."""
+
+    def frame_guess(self, frame: str, theta: np.ndarray) -> np.ndarray | None:
+        """An initial pose for an `initial: auto` frame this measurement observes, if it can give one."""
+        return None
+
+    # ---- shared helpers -------------------------------------------------------------------
+
+    def joint_matrix(self, table: Table) -> np.ndarray:
+        """(n, n_actuated) joint values: data columns for the joints that move `links()`,
+        the problem's `joint_values` (default 0) for the others."""
+        tree = self.ctx.robot.tree
+        needed = tree.actuated_for(self.links())
+        columns = [self.config.joints.get(name, name) for name in needed]
+        values = table.columns(columns, what="joint column")
+        q = np.array([self.ctx.joint_values.get(name, 0.0) for name in tree.actuated], dtype=float)
+        q = np.tile(q, (len(table), 1))
+        q[:, [tree.actuated.index(name) for name in needed]] = values
+        return q
+
+    def link_poses(self, theta, q, links: tuple[str, ...]):
+        """Poses (n, len(links), 4, 4) of links in the robot root frame for each configuration."""
+        robot_theta = theta[self.ctx.robot_block]
+        return jax.vmap(lambda qi: self.ctx.robot.link_poses(robot_theta, qi, links))(q)
+
+    @staticmethod
+    def read(path: Path) -> Table:
+        return read_table(path)

@@ -1,0 +1,13 @@
+"""The measurement types a problem file may use. A new type is one module plus one line here."""
+
+from __future__ import annotations
+
+
+def measurement_types() -> dict[str, type]:
+    from robocal.measurements.markers import MarkerMeasurement
+
+    return {cls.type_name: cls for cls in (MarkerMeasurement,)}
+
+
+def config_classes() -> list[type]:
+    return [cls.Config for cls in measurement_types().values()]

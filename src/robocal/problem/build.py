@@ -1,0 +1,121 @@
+"""Assemble a problem file into robot model, frames, measurements and one parameter vector."""
+
+from __future__ import annotations
+
+import fnmatch
+from functools import cached_property
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from robocal.errors import InputError, RobocalError
+from robocal.kinematics.dh import load_dh
+from robocal.kinematics.model import RobotModel
+from robocal.kinematics.tree import KinematicTree
+from robocal.kinematics.urdf import load_urdf
+from robocal.measurements.base import BuildContext, Measurement
+from robocal.measurements.registry import measurement_types
+from robocal.parameters import ParameterLayout
+from robocal.problem.frames import Frame, placement_matrix
+from robocal.problem.schema import ProblemConfig
+from robocal.solver import MapProblem
+from robocal.validation import load_yaml_model
+
+
+def load_robot(path: Path) -> KinematicTree:
+    """A URDF (.urdf, .xml) or a DH table (.yaml, .yml)."""
+    if path.suffix in (".yaml", ".yml"):
+        return load_dh(path)
+    return load_urdf(path)
+
+
+def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:
+    """Parameterization per joint: the default, then each pattern in order (later wins)."""
+    modes = {j.name: config.default for j in tree.joints if config.default != "joint_offsets" or j.actuated}
+    for pattern, mode in config.joints.items():
+        matched = [j.name for j in tree.joints if fnmatch.fnmatchcase(j.name, pattern)]
+        if not matched:
+            raise InputError(path, f"no joint matches '{pattern}'", field=f"parameters.joints.{pattern}")
+        for name in matched:
+            modes[name] = mode
+    return modes
+
+
+class Problem:
+    """A calibration problem: parameters, their priors, and the measurement blocks."""
+
+    def __init__(self, config: ProblemConfig, path: Path, frame_initials: dict[str, np.ndarray] | None = None):
+        self.config, self.path = config, path
+        robot_path = config.robot if config.robot.is_absolute() else path.parent / config.robot
+        self.tree = load_robot(robot_path)
+        for name in config.joint_values:
+            if name not in self.tree.actuated:
+                raise InputError(path, f"'{name}' is not an actuated joint of {robot_path.name}", field=f"joint_values.{name}")
+        try:
+            self.robot = RobotModel(self.tree, joint_modes(self.tree, config.parameters, path), fixed=config.parameters.fixed)
+        except RobocalError as exc:
+            raise InputError(path, str(exc), field="parameters") from None
+        self.layout = ParameterLayout()
+        robot_block = self.layout.add("robot", list(self.robot.parameters))
+        self.frames: dict[str, Frame] = {}
+        for name, fc in config.frames.items():
+            initial = None if fc.initial == "auto" else placement_matrix(fc.initial.xyz, fc.initial.rpy)
+            if frame_initials and name in frame_initials:
+                initial = frame_initials[name]
+            frame = Frame(name, initial, None)
+            if fc.estimate:
+                frame.block = self.layout.add(f"frame:{name}", frame.parameters(fc.prior.translation, fc.prior.rotation))
+            self.frames[name] = frame
+        types = measurement_types()
+        self.measurements: list[Measurement] = []
+        for i, mc in enumerate(config.measurements):
+            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, config_field=f"measurements[{i}]")
+            self.measurements.append(types[mc.type](mc, ctx))
+        names = [m.name for m in self.measurements]
+        if len(set(names)) != len(names):
+            raise InputError(path, "measurement names must be unique", field="measurements")
+        priors = config.priors
+        self.layout.set_priors(
+            {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point},
+            priors.overrides,
+        )
+        self._guess_frames()
+
+    def _guess_frames(self) -> None:
+        theta = self.layout.nominal
+        for frame in self.frames.values():
+            if frame.initial is not None:
+                continue
+            for m in self.measurements:
+                guess = m.frame_guess(frame.name, theta)
+                if guess is not None:
+                    frame.initial = guess
+                    break
+            else:
+                raise InputError(self.path, "initial: auto, but no measurement observes this frame; give xyz/rpy", field=f"frames.{frame.name}.initial")
+
+    @property
+    def theta0(self) -> np.ndarray:
+        return self.layout.nominal
+
+    def rows(self, theta, data):
+        return [m.rows(theta, d) for m, d in zip(self.measurements, data)]
+
+    @cached_property
+    def map_problem(self) -> MapProblem:
+        return MapProblem(
+            rows=self.rows,
+            data=[jnp_tree(m.data) for m in self.measurements],
+            prior_mean=self.layout.nominal,
+            prior_sqrt_precision=self.layout.prior_precision_sqrt(),
+        )
+
+
+def jnp_tree(data: dict) -> dict:
+    return {k: jnp.asarray(v) for k, v in data.items()}
+
+
+def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None = None) -> Problem:
+    path = Path(path)
+    return Problem(load_yaml_model(path, ProblemConfig), path, frame_initials)

@@ -1,0 +1,75 @@
+"""The problem YAML, validated with pydantic (documented in docs/formats.md).
+
+Measurement entries are a discriminated union over the registered measurement types, so a new
+measurement type adds its own config class and nothing here changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from robocal.kinematics.model import Mode
+from robocal.measurements.registry import config_classes
+from robocal.validation import Strict
+
+Vec3 = tuple[float, float, float]
+
+
+class Placement(Strict):
+    """A rigid transform: translation (m) and URDF roll-pitch-yaw (rad)."""
+
+    xyz: Vec3 = (0.0, 0.0, 0.0)
+    rpy: Vec3 = (0.0, 0.0, 0.0)
+
+
+class FramePrior(Strict):
+    translation: PositiveFloat | None = None
+    rotation: PositiveFloat | None = None
+
+
+class FrameConfig(Strict):
+    """An unknown (or known) rigid transform, e.g. the robot root in the measuring system's frame."""
+
+    initial: Literal["auto"] | Placement = "auto"
+    estimate: bool = True
+    prior: FramePrior = Field(default_factory=FramePrior)
+
+
+class ParametersConfig(Strict):
+    default: Mode = "none"
+    joints: dict[str, Mode] = Field(default_factory=dict, description="joint name or glob pattern -> parameterization")
+    fixed: list[str] = Field(default_factory=list, description="parameter-name patterns held at their nominal value")
+
+
+class PriorConfig(Strict):
+    """Gaussian prior sigma per parameter kind (SI units); null means no prior."""
+
+    translation: PositiveFloat | None = 0.001
+    rotation: PositiveFloat | None = 0.001
+    joint_offset: PositiveFloat | None = 0.01
+    point: PositiveFloat | None = None
+    overrides: dict[str, PositiveFloat | None] = Field(default_factory=dict)
+
+
+class SolverConfig(Strict):
+    max_iterations: PositiveInt = 200
+    tolerance: PositiveFloat = 1e-10
+    huber: PositiveFloat | None = Field(None, description="Huber threshold on a row's whitened error (in sigmas)")
+    outlier_threshold: PositiveFloat | None = Field(None, description="reject rows whose whitened error exceeds this")
+    max_rejection_rounds: PositiveInt = 5
+
+
+MeasurementConfig = Annotated[Union[tuple(config_classes())], Field(discriminator="type")]
+
+
+class ProblemConfig(Strict):
+    robot: Path
+    joint_values: dict[str, float] = Field(default_factory=dict, description="values of actuated joints absent from the data (default 0)")
+    parameters: ParametersConfig = Field(default_factory=ParametersConfig)
+    priors: PriorConfig = Field(default_factory=PriorConfig)
+    frames: dict[str, FrameConfig] = Field(default_factory=dict)
+    solver: SolverConfig = Field(default_factory=SolverConfig)
+    measurements: list[MeasurementConfig] = Field(min_length=1)

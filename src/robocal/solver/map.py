@@ -1,0 +1,163 @@
+"""Maximum-a-posteriori least squares: Levenberg-Marquardt (optimistix) on whitened residuals
+stacked with the Gaussian prior, then the Laplace posterior covariance.
+
+cost(theta) = sum_rows ||r_i(theta)||^2 (robust optional) + sum_j ((theta_j - mu_j) / sigma_j)^2,
+where each measurement row r_i is already divided by its sigma. At the optimum the posterior
+covariance is (J^T W J + P)^-1 with P = diag(1 / sigma_j^2); J^T W J is evaluated with the
+rows that were kept (not rejected), without robust down-weighting.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+from robocal.solver.robust import huber_row_scale
+
+# rows(theta, data) -> list of (n_i, k_i) whitened residual blocks, one per measurement.
+RowsFn = Callable[[jnp.ndarray, Sequence], list]
+
+
+@dataclass(frozen=True)
+class MapProblem:
+    rows: RowsFn
+    data: Sequence  # one pytree of arrays per measurement, passed to `rows`
+    prior_mean: np.ndarray
+    prior_sqrt_precision: np.ndarray  # 1 / sigma, 0 where no prior
+
+
+@dataclass(frozen=True)
+class Rejection:
+    block: int
+    row: int
+    normalized_error: float
+    threshold: float
+    round: int
+
+
+@dataclass
+class Solution:
+    theta: np.ndarray
+    covariance: np.ndarray
+    std: np.ndarray
+    iterations: int
+    converged: bool
+    seconds: float
+    compile_seconds: float
+    cost: float
+    masks: list[np.ndarray]
+    rejections: list[Rejection] = field(default_factory=list)
+
+
+def _flat(problem: MapProblem, theta, masks, huber):
+    blocks = problem.rows(theta, problem.data)
+    parts = []
+    for rows, mask in zip(blocks, masks):
+        if huber is not None:
+            rows = rows * huber_row_scale(rows, huber)[:, None]
+        parts.append((rows * mask[:, None]).ravel())
+    parts.append((theta - problem.prior_mean) * problem.prior_sqrt_precision)
+    return jnp.concatenate(parts)
+
+
+@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
+def _lm(theta0, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
+    problem = MapProblem(problem_rows, data, mean, sqrt_prec)
+    solver = optx.LevenbergMarquardt(rtol=tol, atol=tol)
+    sol = optx.least_squares(lambda th, _: _flat(problem, th, masks, huber), solver, theta0, max_steps=max_steps, throw=False)
+    return sol.value, sol.stats["num_steps"], sol.result == optx.RESULTS.successful
+
+
+@partial(jax.jit, static_argnames=("problem_rows",))
+def _rows_and_jacobian(theta, data, problem_rows):
+    """Whitened measurement rows per block and the Jacobian of all of them stacked (no prior)."""
+
+    def stacked(th):
+        blocks = problem_rows(th, data)
+        return jnp.concatenate([b.ravel() for b in blocks]), blocks
+
+    jac, blocks = jax.jacfwd(stacked, has_aux=True)(theta)
+    return blocks, jac
+
+
+def rows_and_jacobian(problem: MapProblem, theta) -> tuple[list[np.ndarray], np.ndarray]:
+    blocks, jac = _rows_and_jacobian(jnp.asarray(theta), problem.data, problem.rows)
+    return [np.asarray(b) for b in blocks], np.asarray(jac)
+
+
+def posterior_covariance(jacobian: np.ndarray, sqrt_precision: np.ndarray) -> np.ndarray:
+    """(J^T J + P)^-1; directions neither the data nor the prior constrain get infinite variance."""
+    info = jacobian.T @ jacobian + np.diag(sqrt_precision**2)
+    w, v = np.linalg.eigh(info)
+    tiny = w.max(initial=0.0) * 1e-15 if w.size else 0.0
+    inv = np.where(w > tiny, 1.0 / np.where(w > tiny, w, 1.0), np.inf)
+    cov = (v * np.where(np.isfinite(inv), inv, 0.0)) @ v.T
+    unconstrained = ~np.isfinite(inv)
+    if unconstrained.any():
+        spread = np.abs(v[:, unconstrained]).max(axis=1) > 1e-8
+        cov[np.ix_(spread, spread)] = np.inf
+    return cov
+
+
+def solve(
+    problem: MapProblem,
+    theta0: np.ndarray,
+    *,
+    max_iterations: int = 200,
+    tolerance: float = 1e-10,
+    huber: float | None = None,
+    outlier_threshold: float | None = None,
+    max_rejection_rounds: int = 5,
+) -> Solution:
+    """MAP estimate; with `outlier_threshold`, rows whose whitened error norm exceeds it are
+    rejected and the problem is solved again, up to `max_rejection_rounds` times."""
+    masks = [np.ones(jax.tree.leaves(d)[0].shape[0]) for d in problem.data]
+    rejections: list[Rejection] = []
+    theta = np.asarray(theta0, dtype=float)
+    total_steps, started = 0, time.perf_counter()
+    args = (problem.prior_mean, problem.prior_sqrt_precision)
+    statics = dict(problem_rows=problem.rows, huber=huber, max_steps=max_iterations, tol=tolerance)
+    t0 = time.perf_counter()
+    compiled = _lm.lower(jnp.asarray(theta), problem.data, *args, [jnp.asarray(m) for m in masks], **statics).compile()
+    rows_and_jacobian(problem, theta)  # compiles the Jacobian too, so `seconds` is warm time
+    compile_seconds = time.perf_counter() - t0
+    for round_ in range(max_rejection_rounds + 1):
+        value, steps, ok = compiled(jnp.asarray(theta), problem.data, *args, [jnp.asarray(m) for m in masks])
+        theta, total_steps, converged = np.asarray(value), total_steps + int(steps), bool(ok)
+        if outlier_threshold is None:
+            break
+        errors = [np.linalg.norm(b, axis=-1) for b in rows_and_jacobian(problem, theta)[0]]
+        new = [
+            Rejection(b, i, float(e[i]), outlier_threshold, round_ + 1)
+            for b, (e, m) in enumerate(zip(errors, masks))
+            for i in np.flatnonzero((e > outlier_threshold) & (m > 0))
+        ]
+        if not new:
+            break
+        rejections.extend(new)
+        for r in new:
+            masks[r.block][r.row] = 0.0
+    blocks, jac = rows_and_jacobian(problem, theta)
+    row_mask = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks)])
+    cov = posterior_covariance(jac * row_mask[:, None], np.asarray(problem.prior_sqrt_precision))
+    kept = np.concatenate([(b * m[:, None]).ravel() for b, m in zip(blocks, masks)])
+    prior = (theta - problem.prior_mean) * problem.prior_sqrt_precision
+    return Solution(
+        theta=theta,
+        covariance=cov,
+        std=np.sqrt(np.diag(cov)),
+        iterations=total_steps,
+        converged=converged,
+        seconds=time.perf_counter() - started - compile_seconds,
+        compile_seconds=compile_seconds,
+        cost=float(kept @ kept + prior @ prior),
+        masks=masks,
+        rejections=rejections,
+    )
