@@ -57,6 +57,9 @@ class Measurement(ABC):
     error_label: ClassVar[str] = "error"
 
     def __init__(self, config: MeasurementConfig, ctx: BuildContext):
+        for joint in config.joints:
+            if joint not in ctx.robot.tree.actuated:
+                raise ctx.error(f"'{joint}' is not an actuated joint of the robot", f"joints.{joint}")
         self.config, self.ctx, self.name = config, ctx, config.name
         self.data, self.lines = self.load(ctx.resolve(config.data))
 
@@ -75,6 +78,10 @@ class Measurement(ABC):
     @abstractmethod
     def rows(self, theta, data) -> jnp.ndarray:
         """Whitened residuals (n, k): (prediction - measurement) / sigma."""
+
+    @abstractmethod
+    def row_sigmas(self) -> np.ndarray:
+        """Sigma (SI) of each residual column, to undo the whitening: unweighted = rows * sigmas."""
 
     @abstractmethod
     def errors(self, theta, data) -> jnp.ndarray:

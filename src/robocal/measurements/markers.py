@@ -123,6 +123,12 @@ class MarkerMeasurement(Measurement):
         angle = jax.vmap(lambda rm, rp: tf.matrix_to_rotvec(rm.T @ rp))(measured, rotations)
         return jnp.concatenate([rows, angle * jnp.asarray(o.mask, dtype=float) / o.sigma], axis=1)
 
+    def row_sigmas(self) -> np.ndarray:
+        sigmas = np.full(3 * len(self.config.points), self.config.sigma)
+        if self.config.orientation is not None:
+            sigmas = np.concatenate([sigmas, np.full(3, self.config.orientation.sigma)])
+        return sigmas
+
     def errors(self, theta, data):
         points, _ = self.predict(theta, data)
         return jnp.linalg.norm(points - data["points"], axis=-1)

@@ -68,11 +68,13 @@ def _flat(problem: MapProblem, theta, masks, huber):
 
 
 @partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
-def _lm(theta0, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
+def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
+    """LM over the free entries of theta (indices `free`); the others stay at theta0."""
     problem = MapProblem(problem_rows, data, mean, sqrt_prec)
     solver = optx.LevenbergMarquardt(rtol=tol, atol=tol)
-    sol = optx.least_squares(lambda th, _: _flat(problem, th, masks, huber), solver, theta0, max_steps=max_steps, throw=False)
-    return sol.value, sol.stats["num_steps"], sol.result == optx.RESULTS.successful
+    full = lambda phi: theta0.at[free].set(phi)
+    sol = optx.least_squares(lambda phi, _: _flat(problem, full(phi), masks, huber), solver, theta0[free], max_steps=max_steps, throw=False)
+    return full(sol.value), sol.stats["num_steps"], sol.result == optx.RESULTS.successful
 
 
 @partial(jax.jit, static_argnames=("problem_rows",))
@@ -115,21 +117,27 @@ def solve(
     huber: float | None = None,
     outlier_threshold: float | None = None,
     max_rejection_rounds: int = 5,
+    free: np.ndarray | None = None,
 ) -> Solution:
     """MAP estimate; with `outlier_threshold`, rows whose whitened error norm exceeds it are
-    rejected and the problem is solved again, up to `max_rejection_rounds` times."""
+    rejected and the problem is solved again, up to `max_rejection_rounds` times.
+
+    `free` (boolean mask) restricts the estimate to some parameters, the others staying at
+    `theta0`; the covariance is then that of the free parameters (zero for the others).
+    """
     masks = [np.ones(jax.tree.leaves(d)[0].shape[0]) for d in problem.data]
     rejections: list[Rejection] = []
     theta = np.asarray(theta0, dtype=float)
     total_steps, started = 0, time.perf_counter()
     args = (problem.prior_mean, problem.prior_sqrt_precision)
     statics = dict(problem_rows=problem.rows, huber=huber, max_steps=max_iterations, tol=tolerance)
+    free_idx = jnp.asarray(np.flatnonzero(np.ones(len(theta), bool) if free is None else free))
     t0 = time.perf_counter()
-    compiled = _lm.lower(jnp.asarray(theta), problem.data, *args, [jnp.asarray(m) for m in masks], **statics).compile()
+    compiled = _lm.lower(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks], **statics).compile()
     rows_and_jacobian(problem, theta)  # compiles the Jacobian too, so `seconds` is warm time
     compile_seconds = time.perf_counter() - t0
     for round_ in range(max_rejection_rounds + 1):
-        value, steps, ok = compiled(jnp.asarray(theta), problem.data, *args, [jnp.asarray(m) for m in masks])
+        value, steps, ok = compiled(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks])
         theta, total_steps, converged = np.asarray(value), total_steps + int(steps), bool(ok)
         if outlier_threshold is None:
             break
@@ -146,7 +154,9 @@ def solve(
             masks[r.block][r.row] = 0.0
     blocks, jac = rows_and_jacobian(problem, theta)
     row_mask = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks)])
-    cov = posterior_covariance(jac * row_mask[:, None], np.asarray(problem.prior_sqrt_precision))
+    idx = np.asarray(free_idx)
+    cov = np.zeros((len(theta), len(theta)))
+    cov[np.ix_(idx, idx)] = posterior_covariance((jac * row_mask[:, None])[:, idx], np.asarray(problem.prior_sqrt_precision)[idx])
     kept = np.concatenate([(b * m[:, None]).ravel() for b, m in zip(blocks, masks)])
     prior = (theta - problem.prior_mean) * problem.prior_sqrt_precision
     return Solution(

@@ -1,0 +1,3 @@
+from robocal.cli import main
+
+main()

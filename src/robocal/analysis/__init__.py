@@ -1,0 +1,1 @@
+"""What the data can and cannot tell: rank, null space, uncertainty."""

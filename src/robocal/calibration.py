@@ -1,0 +1,109 @@
+"""Calibrate a problem: a baseline fit with the nominal robot, the MAP fit, and their metrics.
+
+The *baseline* estimates only what is not the robot (measurement frames, marker offsets, ...)
+with every robot parameter at its nominal value: it answers "how wrong is the nominal model",
+and is the `before` of every report. The MAP fit starts from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from robocal.analysis.identifiability import Identifiability, identifiability
+from robocal.problem import Problem
+from robocal.solver import Solution, solve
+from robocal.solver.map import rows_and_jacobian
+
+
+def summarize(errors: np.ndarray) -> dict[str, float]:
+    e = np.asarray(errors, dtype=float).ravel()
+    return {"rms": float(np.sqrt(np.mean(e**2))), "mean": float(e.mean()), "max": float(e.max())}
+
+
+@dataclass
+class Calibration:
+    problem: Problem
+    baseline: np.ndarray
+    solution: Solution
+    identifiability: Identifiability
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.solution.theta
+
+    def metrics(self) -> list[dict]:
+        return [measurement_metrics(m, m.data, self.baseline, self.estimate) for m in self.problem.measurements]
+
+    def parameters(self) -> list[dict]:
+        return [
+            {"name": p.name, "unit": p.unit, "nominal": p.nominal, "baseline": float(b), "estimate": float(e), "std": float(s), "prior_sigma": p.prior_sigma}
+            for p, b, e, s in zip(self.problem.layout.parameters, self.baseline, self.estimate, self.solution.std)
+        ]
+
+    def rejected(self) -> list[dict]:
+        out = []
+        for r in self.solution.rejections:
+            m = self.problem.measurements[r.block]
+            out.append(
+                {
+                    "measurement": m.name,
+                    "file": str(m.config.data),
+                    "line": int(m.lines[r.row]),
+                    "normalized_error": r.normalized_error,
+                    "reason": f"whitened error {r.normalized_error:.2f} > threshold {r.threshold:g} (round {r.round})",
+                }
+            )
+        return out
+
+    def report(self) -> dict:
+        s = self.solution
+        return {
+            "problem": str(self.problem.path),
+            "parameters": self.parameters(),
+            "measurements": self.metrics(),
+            "solver": {"iterations": s.iterations, "converged": s.converged, "seconds": s.seconds, "compile_seconds": s.compile_seconds, "cost": s.cost},
+            "identifiability": {"n_parameters": self.identifiability.n_parameters, "rank": self.identifiability.rank, "threshold": self.identifiability.threshold, "kernel": self.identifiability.kernel},
+            "rejected": self.rejected(),
+        }
+
+
+def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray) -> dict:
+    errors = lambda theta: np.asarray(measurement.errors(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))
+    e_before = errors(before)
+    return {
+        "name": measurement.name,
+        "type": measurement.type_name,
+        "n": int(e_before.size),
+        "unit": "m",
+        "error": measurement.error_label,
+        "before": summarize(e_before),
+        "after": summarize(errors(after)),
+    }
+
+
+def unweighted_jacobian(problem: Problem, theta, masks=None) -> np.ndarray:
+    """Jacobian of the residuals in SI units (whitening undone), rows outside `masks` dropped."""
+    blocks, jac = rows_and_jacobian(problem.map_problem, theta)
+    scale, keep = [], []
+    for m, b, mask in zip(problem.measurements, blocks, masks or [np.ones(len(b)) for b in blocks]):
+        scale.append(np.tile(m.row_sigmas(), b.shape[0]))
+        keep.append(np.repeat(mask > 0, b.shape[1]))
+    scale, keep = np.concatenate(scale), np.concatenate(keep)
+    return (jac * scale[:, None])[keep]
+
+
+def calibrate(problem: Problem) -> Calibration:
+    cfg = problem.config.solver
+    options = dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
+    not_robot = np.ones(len(problem.layout), bool)
+    not_robot[problem.layout.blocks["robot"]] = False
+    baseline = problem.theta0
+    if not_robot.any():
+        baseline = solve(problem.map_problem, baseline, free=not_robot, **options).theta
+    solution = solve(problem.map_problem, baseline, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
+    jac = unweighted_jacobian(problem, solution.theta, solution.masks)
+    return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names))

@@ -1,0 +1,1 @@
+"""Human-readable outputs: console tables and the HTML report."""

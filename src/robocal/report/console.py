@@ -1,0 +1,23 @@
+"""Console summary of a calibration (rich tables, mm / mrad for reading)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from robocal.calibration import Calibration
+
+
+def print_summary(cal: Calibration, console: Console) -> None:
+    table = Table(title="errors (mm): before = nominal robot, frames fitted; after = calibrated")
+    for col in ("measurement", "n", "rms before", "rms after", "max before", "max after"):
+        table.add_column(col, justify="right" if col != "measurement" else "left")
+    for m in cal.metrics():
+        b, a = m["before"], m["after"]
+        table.add_row(m["name"], str(m["n"]), f"{b['rms'] * 1e3:.3f}", f"{a['rms'] * 1e3:.3f}", f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
+    console.print(table)
+    s, ident = cal.solution, cal.identifiability
+    console.print(
+        f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
+        f"identifiable {ident.rank} of {ident.n_parameters} parameters; {len(s.rejections)} rows rejected"
+    )

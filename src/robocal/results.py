@@ -1,0 +1,91 @@
+"""The result folder of `robocal calibrate`, and reading it back for `robocal evaluate`.
+
+- report.json: parameters, before/after metrics, solver and identifiability summary;
+- frames.yaml: every problem frame as xyz + rpy + quaternion, for the baseline and the
+  calibrated fit, and the `initial` pose both are expressed relative to;
+- calibrated.urdf: the input URDF with the calibrated joint origins changed (lossless), or, for
+  a DH-table robot, a URDF generated from the calibrated table;
+- report.html: tables and plots.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from robocal.calibration import Calibration
+from robocal.errors import InputError
+from robocal.kinematics import transforms as tf
+from robocal.kinematics.urdf import write_calibrated_urdf, write_urdf
+
+
+def _pose(t: np.ndarray) -> dict:
+    return {
+        "xyz": [float(v) for v in t[:3, 3]],
+        "rpy": [float(v) for v in tf.matrix_to_rpy(t[:3, :3])],
+        "quaternion_wxyz": [float(v) for v in tf.matrix_to_quaternion(t[:3, :3])],
+    }
+
+
+def _from_pose(d: dict) -> np.ndarray:
+    t = np.eye(4)
+    t[:3, :3] = np.asarray(tf.rpy_to_matrix(np.asarray(d["rpy"], dtype=float)))
+    t[:3, 3] = d["xyz"]
+    return t
+
+
+def write_results(cal: Calibration, out: Path) -> list[Path]:
+    from robocal.report.html import write_html_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    problem = cal.problem
+    written = [out / "report.json", out / "frames.yaml", out / "calibrated.urdf", out / "report.html"]
+    written[0].write_text(json.dumps(cal.report(), indent=2) + "\n")
+    frames = {}
+    for name, frame in problem.frames.items():
+        std = dict(zip(("dx", "dy", "dz", "rx", "ry", "rz"), cal.solution.std[frame.block].tolist())) if frame.block is not None else None
+        frames[name] = {"initial": _pose(frame.initial), "baseline": _pose(frame.estimate(cal.baseline)), "calibrated": _pose(frame.estimate(cal.estimate)), "std_local": std}
+    header = "# Frames estimated by robocal: pose of the frame as xyz (m), URDF rpy (rad) and quaternion.\n# std_local: std of the 6 local corrections (dx, dy, dz in m, rotation vector in rad) about `initial`.\n"
+    written[1].write_text(header + yaml.safe_dump(frames, sort_keys=False))
+    origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in problem.robot.calibrated_origins(cal.estimate[problem.layout.blocks["robot"]]).items()}
+    if problem.tree.source_kind == "urdf":
+        write_calibrated_urdf(problem.tree.source, written[2], origins)
+    else:
+        write_urdf(problem.tree, written[2], origins)
+    write_html_report(cal, written[3])
+    return written
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    frame_initials: dict[str, np.ndarray]
+    baseline: dict[str, float]
+    estimate: dict[str, float]
+
+    def vectors(self, names: list[str], nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(baseline, estimate) vectors in a problem's parameter order; absent names keep nominal."""
+        before, after = nominal.copy(), nominal.copy()
+        for i, name in enumerate(names):
+            if name in self.estimate:
+                before[i], after[i] = self.baseline[name], self.estimate[name]
+        return before, after
+
+
+def read_results(folder: Path) -> StoredResult:
+    report_path, frames_path = folder / "report.json", folder / "frames.yaml"
+    for path in (report_path, frames_path):
+        if not path.exists():
+            raise InputError(path, "missing; is this the output folder of `robocal calibrate`?")
+    try:
+        report = json.loads(report_path.read_text())
+        params = report["parameters"]
+        baseline = {p["name"]: float(p["baseline"]) for p in params}
+        estimate = {p["name"]: float(p["estimate"]) for p in params}
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise InputError(report_path, f"not a robocal report ({exc})") from None
+    frames = yaml.safe_load(frames_path.read_text()) or {}
+    return StoredResult({name: _from_pose(f["initial"]) for name, f in frames.items()}, baseline, estimate)
