@@ -36,11 +36,12 @@ class Calibration:
         return self.solution.theta
 
     def metrics(self) -> list[dict]:
-        return [measurement_metrics(m, m.data, self.baseline, self.estimate) for m in self.problem.measurements]
+        """Before/after per measurement over the rows the fit kept (rejected rows are listed apart)."""
+        return [measurement_metrics(m, m.data, self.baseline, self.estimate, mask > 0) for m, mask in zip(self.problem.measurements, self.solution.masks)]
 
     def parameters(self) -> list[dict]:
         return [
-            {"name": p.name, "unit": p.unit, "nominal": p.nominal, "baseline": float(b), "estimate": float(e), "std": float(s), "prior_sigma": p.prior_sigma}
+            {"name": p.name, "unit": p.unit, "nominal": p.nominal, "baseline": float(b), "estimate": float(e), "std": float(s) if np.isfinite(s) else None, "prior_sigma": p.prior_sigma}
             for p, b, e, s in zip(self.problem.layout.parameters, self.baseline, self.estimate, self.solution.std)
         ]
 
@@ -66,18 +67,28 @@ class Calibration:
             "parameters": self.parameters(),
             "measurements": self.metrics(),
             "solver": {"iterations": s.iterations, "converged": s.converged, "seconds": s.seconds, "compile_seconds": s.compile_seconds, "cost": s.cost},
-            "identifiability": {"n_parameters": self.identifiability.n_parameters, "rank": self.identifiability.rank, "threshold": self.identifiability.threshold, "kernel": self.identifiability.kernel},
+            "identifiability": {
+                "n_parameters": self.identifiability.n_parameters,
+                "rank": self.identifiability.rank,
+                "threshold": self.identifiability.threshold,
+                "kernel": self.identifiability.kernel,
+                "unidentifiable_fixed": list(self.problem.unidentifiable),
+            },
             "rejected": self.rejected(),
         }
 
 
-def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray) -> dict:
-    errors = lambda theta: np.asarray(measurement.errors(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))
+def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray, keep: np.ndarray | None = None) -> dict:
+    """Error summary of one measurement on `data` for two parameter vectors (rows in `keep` only).
+    `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows."""
+    keep = np.ones(len(next(iter(data.values()))), bool) if keep is None else keep
+    errors = lambda theta: np.asarray(measurement.errors(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))[keep]
     e_before = errors(before)
     return {
         "name": measurement.name,
         "type": measurement.type_name,
         "n": int(e_before.size),
+        "rejected": int((~keep).sum()),
         "unit": "m",
         "error": measurement.error_label,
         "before": summarize(e_before),

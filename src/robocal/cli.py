@@ -34,7 +34,7 @@ def calibrate(
         cal = run(loaded)
     files = write_results(cal, out_dir)
     print_summary(cal, out)
-    out.print("wrote " + ", ".join(str(f) for f in files))
+    out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
 
 
 @app.command()
@@ -65,17 +65,19 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except RobocalError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        from rich.markup import escape  # file, column and field names may contain [brackets]
+
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        from click.exceptions import ClickException
-
-        if isinstance(exc, ClickException):
+    except Exception as exc:
+        # Usage errors (click's ClickException; recent typer releases vendor click as typer._click,
+        # so `import click` may fail) show themselves and carry their exit code. Anything else is a bug.
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(exc.exit_code)
         raise

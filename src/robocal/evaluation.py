@@ -12,7 +12,7 @@ from robocal.results import read_results
 
 def evaluate_file(problem_path: Path, result: Path, data: Path, measurement: str | None = None) -> dict:
     stored = read_results(result)
-    problem = load_problem(problem_path, frame_initials=stored.frame_initials)
+    problem = load_problem(problem_path, frame_initials=stored.frame_initials, unidentifiable=stored.unidentifiable)
     names = [m.name for m in problem.measurements]
     if measurement is None:
         if len(names) != 1:

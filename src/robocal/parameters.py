@@ -56,7 +56,11 @@ class ParameterLayout:
         return np.array([0.0 if p.prior_sigma is None else 1.0 / p.prior_sigma for p in self.parameters])
 
     def set_priors(self, by_kind: dict[str, float | None], overrides: dict[str, float | None] | None = None) -> None:
-        """Assign prior sigmas by kind, then by name pattern (fnmatch) from `overrides`."""
+        """Assign prior sigmas by kind, then by name pattern (fnmatch) from `overrides`.
+        A pattern that matches no parameter raises KeyError (a typo must not pass silently)."""
+        for pattern in overrides or {}:
+            if not any(fnmatch.fnmatchcase(p.name, pattern) for p in self.parameters):
+                raise KeyError(pattern)
         updated = []
         for p in self.parameters:
             sigma = by_kind.get(p.kind, p.prior_sigma)

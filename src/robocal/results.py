@@ -65,6 +65,7 @@ class StoredResult:
     frame_initials: dict[str, np.ndarray]
     baseline: dict[str, float]
     estimate: dict[str, float]
+    unidentifiable: tuple[str, ...]
 
     def vectors(self, names: list[str], nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(baseline, estimate) vectors in a problem's parameter order; absent names keep nominal."""
@@ -85,7 +86,8 @@ def read_results(folder: Path) -> StoredResult:
         params = report["parameters"]
         baseline = {p["name"]: float(p["baseline"]) for p in params}
         estimate = {p["name"]: float(p["estimate"]) for p in params}
+        unidentifiable = tuple(report["identifiability"].get("unidentifiable_fixed", ()))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(report_path, f"not a robocal report ({exc})") from None
     frames = yaml.safe_load(frames_path.read_text()) or {}
-    return StoredResult({name: _from_pose(f["initial"]) for name, f in frames.items()}, baseline, estimate)
+    return StoredResult({name: _from_pose(f["initial"]) for name, f in frames.items()}, baseline, estimate, unidentifiable)

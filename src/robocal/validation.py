@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import TypeVar
 
@@ -13,19 +14,64 @@ from robocal.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
-def field_path(loc: tuple) -> str:
-    """pydantic's location tuple as `measurements[0].sigma`."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+def field_path(loc: tuple, raw=None, missing: bool = False) -> str:
+    """pydantic's location tuple as `measurements[0].sigma`.
+
+    With the validated input `raw`, the labels pydantic inserts for union members (the
+    discriminator value `markers`, `Placement`, `literal['auto']`) are dropped: a string part is
+    kept only if it is a key of the input there, or the absent key of a `missing` error.
+    """
+    out, node = "", raw
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+            node = node[part] if isinstance(node, (list, tuple)) and -len(node) <= part < len(node) else None
+            continue
+        if raw is not None and not (isinstance(node, dict) and part in node) and not (missing and i == len(loc) - 1):
+            continue
+        out += f".{part}" if out else str(part)
+        node = node.get(part) if isinstance(node, dict) else None
     return out
+
+
+def _first_error(errors: list[dict]) -> dict:
+    """The error to report: an unknown key first (a typo also makes the intended field 'missing')."""
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
+def _message(error: dict, errors: list[dict]) -> str:
+    if error["type"] != "extra_forbidden":
+        return error["msg"]
+    key, parent = str(error["loc"][-1]), error["loc"][:-1]
+    missing = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == parent]
+    close = difflib.get_close_matches(key, missing, n=1)
+    return f"unknown key '{key}'" + (f"; did you mean '{close[0]}'?" if close else "")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key given twice in one mapping (the last would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` entries may be overridden on purpose
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)):
+                continue  # unhashable keys are left to the schema
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key '{key}' given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def load_yaml_model(path: Path, model: type[M]) -> M:
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_UniqueKeyLoader)
     except OSError as exc:
         raise InputError(path, f"cannot read file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}", line=mark.line + 1 if mark else None) from None
@@ -34,9 +80,11 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
     try:
         return model.model_validate(raw, context={"path": path})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(path, f"{first['msg']}{more}", field=field_path(first["loc"])) from None
+        errors = exc.errors()
+        first = _first_error(errors)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        where = field_path(first["loc"], raw, missing=first["type"] == "missing")
+        raise InputError(path, f"{_message(first, errors)}{more}", field=where) from None
 
 
 class Strict(BaseModel):

@@ -22,6 +22,7 @@ class Table:
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     lines: np.ndarray  # source line of each row
+    header_line: int = 1
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -32,6 +33,9 @@ class Table:
         missing = [n for n in names if n not in index]
         if missing:
             raise InputError(self.path, f"missing {what} {', '.join(repr(m) for m in missing)} (header has: {', '.join(self.header)})")
+        for name in names:
+            if self.header.count(name) > 1:
+                raise InputError(self.path, f"the header names this column {self.header.count(name)} times", line=self.header_line, field=name)
         out = np.empty((len(self.rows), len(names)))
         for r, (row, line) in enumerate(zip(self.rows, self.lines)):
             for c, name in enumerate(names):
@@ -50,18 +54,26 @@ def read_table(path: str | Path) -> Table:
     """Read a CSV file with a header; blank lines are skipped, every other row must be complete."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not part of the first column name
     except OSError as exc:
         raise InputError(path, f"cannot read data file ({exc.strerror})") from None
-    records = [(i + 1, row) for i, row in enumerate(csv.reader(text.splitlines()))]
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    reader = csv.reader(text.splitlines())
+    records = []
+    try:
+        for row in reader:
+            records.append((reader.line_num, row))  # line_num: the line a record ends on (quoted newlines)
+    except csv.Error as exc:
+        raise InputError(path, f"not a valid CSV row ({exc})", line=reader.line_num) from None
     records = [(line, row) for line, row in records if any(cell.strip() for cell in row)]
     if not records:
         raise InputError(path, "the file is empty (expected a header and at least one row)")
-    (_, header), body = records[0], records[1:]
+    (header_line, header), body = records[0], records[1:]
     header = tuple(h.strip() for h in header)
     if not body:
         raise InputError(path, "no data rows after the header")
     for line, row in body:
         if len(row) != len(header):
             raise InputError(path, f"expected {len(header)} fields as in the header, found {len(row)}", line=line)
-    return Table(path, header, tuple(tuple(row) for _, row in body), np.array([line for line, _ in body]))
+    return Table(path, header, tuple(tuple(row) for _, row in body), np.array([line for line, _ in body]), header_line)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
 
 from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
@@ -44,7 +44,10 @@ def _number(value) -> float:
             return _OPS[type(node.op)](ev(node.left), ev(node.right))
         raise ValueError(f"'{value}' is not a number or an expression in pi")
 
-    return ev(ast.parse(str(value), mode="eval").body)
+    try:
+        return ev(ast.parse(str(value), mode="eval").body)
+    except SyntaxError:
+        raise ValueError(f"'{value}' is not a number or an expression in pi") from None
 
 
 Num = Annotated[float, BeforeValidator(_number)]
@@ -82,9 +85,13 @@ class Placement(Strict):
     rpy: Vec3 | None = None
     rotvec: Vec3 | None = None
 
-    def xyzrpy(self) -> tuple[float, ...]:
+    @model_validator(mode="after")
+    def _one_rotation(self):
         if self.rpy is not None and self.rotvec is not None:
             raise ValueError("give either rpy or rotvec, not both")
+        return self
+
+    def xyzrpy(self) -> tuple[float, ...]:
         if self.rotvec is not None:
             rpy = tuple(tf.matrix_to_rpy(tf.rotvec_to_matrix(np.asarray(self.rotvec))))
         else:

@@ -4,7 +4,9 @@ Per joint one of four parameterizations is chosen:
 
 - ``joint_offsets``: an additive offset on an actuated joint variable (propagates to mimic joints);
 - ``full``: the 6-DOF placement error of the joint origin, Trans(dx,dy,dz) Rot(rx,ry,rz) applied
-  on the right of the nominal origin (in the joint frame, before the joint motion);
+  on the right of the nominal origin (in the joint frame, before the joint motion). For a revolute
+  joint whose axis is a coordinate axis, the rotation about it is exactly a joint offset and gets
+  the `joint_offset` prior kind;
 - ``dh`` / ``xyzrpy``: additive errors on the origin's native numbers (d, theta, a, alpha for DH
   rows; x, y, z, roll, pitch, yaw for URDF origins);
 - ``none``.
@@ -29,6 +31,12 @@ from robocal.parameters import Parameter
 Mode = Literal["none", "joint_offsets", "full", "dh", "xyzrpy"]
 MODES: tuple[str, ...] = ("none", "joint_offsets", "full", "dh", "xyzrpy")
 FULL_COORDINATES = ("dx", "dy", "dz", "rx", "ry", "rz")
+
+
+def _coordinate_axis(axis) -> int | None:
+    """0, 1 or 2 when the joint axis is (plus or minus) that coordinate axis, else None."""
+    hits = [i for i in range(3) if abs(abs(axis[i]) - 1.0) < 1e-12]
+    return hits[0] if hits else None
 
 
 class RobotModel:
@@ -57,9 +65,10 @@ class RobotModel:
                 kind = "translation" if joint.type == "prismatic" else "joint_offset"
                 params.append(Parameter(f"{name}.offset", kind, 0.0, unit="m" if kind == "translation" else "rad"))
             elif mode == "full":
+                along_axis = _coordinate_axis(joint.axis) if joint.type in ("revolute", "continuous") else None
                 for c, coord in enumerate(FULL_COORDINATES):
                     full_idx[j, c] = len(params)
-                    kind = "translation" if c < 3 else "rotation"
+                    kind = "translation" if c < 3 else ("joint_offset" if c - 3 == along_axis else "rotation")
                     params.append(Parameter(f"{name}.{coord}", kind, 0.0, unit="m" if c < 3 else "rad"))
             else:
                 native = "xyzrpy" if mode == "xyzrpy" else ("dh", "mdh")

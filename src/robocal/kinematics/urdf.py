@@ -2,7 +2,7 @@
 
 Reading keeps the parsed document so that writing changes the `xyz`/`rpy` attributes of the
 calibrated joints' `<origin>` elements and nothing else: comments, unknown tags, attribute order,
-whitespace and the XML declaration of the input are preserved.
+whitespace, and every byte outside the `<robot>` element are preserved.
 """
 
 from __future__ import annotations
@@ -134,14 +134,10 @@ def write_calibrated_urdf(source: str | Path, destination: str | Path, origins: 
     if missing:
         raise InputError(source, f"no joint named {', '.join(sorted(missing))}")
     raw = source.read_bytes()
-    declaration = re.match(rb"\s*<\?xml[^>]*\?>", raw)
-    body = etree.tostring(doc, xml_declaration=False, encoding="UTF-8")
-    with open(destination, "wb") as handle:
-        if declaration:
-            handle.write(declaration.group(0).lstrip() + b"\n")
-        handle.write(body)
-        if raw.endswith(b"\n"):
-            handle.write(b"\n")
+    start, end = re.search(rb"<robot[\s>/]", raw).start(), raw.rfind(b"</robot>")
+    body = etree.tostring(robot, encoding="UTF-8", with_tail=False)
+    with open(destination, "wb") as handle:  # bytes outside <robot> (declaration, comments) verbatim
+        handle.write(raw[:start] + body + (raw[end + len(b"</robot>") :] if end >= 0 else b"\n"))
 
 
 def write_urdf(tree: KinematicTree, destination: str | Path, origins: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:

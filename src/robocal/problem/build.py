@@ -45,15 +45,16 @@ def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:
 class Problem:
     """A calibration problem: parameters, their priors, and the measurement blocks."""
 
-    def __init__(self, config: ProblemConfig, path: Path, frame_initials: dict[str, np.ndarray] | None = None):
-        self.config, self.path = config, path
+    def __init__(self, config: ProblemConfig, path: Path, frame_initials: dict[str, np.ndarray] | None = None, unidentifiable: tuple[str, ...] = ()):
+        """`unidentifiable`: robot parameters dropped by `parameters.select: identifiable`."""
+        self.config, self.path, self.unidentifiable = config, path, unidentifiable
         robot_path = config.robot if config.robot.is_absolute() else path.parent / config.robot
         self.tree = load_robot(robot_path)
         for name in config.joint_values:
             if name not in self.tree.actuated:
                 raise InputError(path, f"'{name}' is not an actuated joint of {robot_path.name}", field=f"joint_values.{name}")
         try:
-            self.robot = RobotModel(self.tree, joint_modes(self.tree, config.parameters, path), fixed=config.parameters.fixed)
+            self.robot = RobotModel(self.tree, joint_modes(self.tree, config.parameters, path), fixed=[*config.parameters.fixed, *unidentifiable])
         except RobocalError as exc:
             raise InputError(path, str(exc), field="parameters") from None
         self.layout = ParameterLayout()
@@ -76,10 +77,11 @@ class Problem:
         if len(set(names)) != len(names):
             raise InputError(path, "measurement names must be unique", field="measurements")
         priors = config.priors
-        self.layout.set_priors(
-            {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point},
-            priors.overrides,
-        )
+        by_kind = {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point}
+        try:
+            self.layout.set_priors(by_kind, priors.overrides)
+        except KeyError as exc:
+            raise InputError(path, f"no parameter matches {exc}", field=f"priors.overrides.{exc.args[0]}") from None
         self._guess_frames()
 
     def _guess_frames(self) -> None:
@@ -116,6 +118,25 @@ def jnp_tree(data: dict) -> dict:
     return {k: jnp.asarray(v) for k, v in data.items()}
 
 
-def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None = None) -> Problem:
+def unidentifiable_robot_parameters(problem: Problem) -> tuple[str, ...]:
+    """Robot parameters outside a base set identifiable from the problem's data at nominal."""
+    from robocal.analysis.identifiability import identifiable_subset
+    from robocal.calibration import unweighted_jacobian
+
+    robot = np.zeros(len(problem.layout), bool)
+    robot[problem.layout.blocks["robot"]] = True
+    keep = identifiable_subset(unweighted_jacobian(problem, problem.theta0), robot)
+    return tuple(name for name, r, k in zip(problem.layout.names, robot, keep) if r and not k)
+
+
+def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None = None, unidentifiable: tuple[str, ...] | None = None) -> Problem:
+    """Load and assemble a problem file. `frame_initials` and `unidentifiable` restore a stored
+    result's frames and parameter selection (evaluation must use the model that was fitted)."""
     path = Path(path)
-    return Problem(load_yaml_model(path, ProblemConfig), path, frame_initials)
+    config = load_yaml_model(path, ProblemConfig)
+    if unidentifiable is not None:
+        return Problem(config, path, frame_initials, unidentifiable)
+    problem = Problem(config, path, frame_initials)
+    if config.parameters.select == "identifiable":
+        problem = Problem(config, path, frame_initials, unidentifiable_robot_parameters(problem))
+    return problem

@@ -42,6 +42,9 @@ class ParametersConfig(Strict):
     default: Mode = "none"
     joints: dict[str, Mode] = Field(default_factory=dict, description="joint name or glob pattern -> parameterization")
     fixed: list[str] = Field(default_factory=list, description="parameter-name patterns held at their nominal value")
+    select: Literal["all", "identifiable"] = Field(
+        "all", description="identifiable: keep a base set of robot parameters (pivoted QR on the data's Jacobian), fix the rest"
+    )
 
 
 class PriorConfig(Strict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from robocal.calibration import Calibration
@@ -14,7 +15,7 @@ def print_summary(cal: Calibration, console: Console) -> None:
         table.add_column(col, justify="right" if col != "measurement" else "left")
     for m in cal.metrics():
         b, a = m["before"], m["after"]
-        table.add_row(m["name"], str(m["n"]), f"{b['rms'] * 1e3:.3f}", f"{a['rms'] * 1e3:.3f}", f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
+        table.add_row(escape(m["name"]), str(m["n"]), f"{b['rms'] * 1e3:.3f}", f"{a['rms'] * 1e3:.3f}", f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
     console.print(table)
     s, ident = cal.solution, cal.identifiability
     console.print(

@@ -1,9 +1,166 @@
-"""HTML report (placeholder until the full report lands)."""
+"""Self-contained HTML report of a calibration: one file, inline CSS, plots as base64 PNG.
+
+Lengths are shown in mm and angles in mrad. "before" is the nominal robot with the frames fitted
+(the baseline of calibration.py), "after" the calibrated robot. Every piece of text taken from
+the problem (names, paths, reasons) is escaped.
+"""
 
 from __future__ import annotations
 
+import base64
+import io
+from html import escape
 from pathlib import Path
 
+import jax.numpy as jnp
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-def write_html_report(cal, path: Path) -> None:
-    path.write_text("<html><body><pre>report</pre></body></html>\n")
+from robocal.calibration import Calibration, summarize
+
+# SI unit -> (factor, display unit)
+DISPLAY = {"m": (1e3, "mm"), "rad": (1e3, "mrad")}
+
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; }
+caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; }
+th { background: #f3f3f3; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code { background: #f3f3f3; padding: 0 0.2em; }
+img { max-width: 100%; }
+.ok { color: #1a7f37; } .warn { color: #b35900; }
+"""
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(value)
+    if isinstance(value, (float, np.floating)):
+        return "∞" if np.isinf(value) else f"{value:.6g}"
+    return str(value)
+
+
+def _cell(value) -> str:
+    numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
+    attribute = ' class="num"' if numeric else ""
+    return f"<td{attribute}>{escape(_fmt(value))}</td>"
+
+
+def _table(header: list[str], rows: list[list], caption: str | None = None) -> str:
+    """An HTML table; every cell is formatted with _fmt and escaped, numbers right-aligned."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _figure_img(fig: Figure, alt: str) -> str:
+    """The figure as an inline base64 PNG <img>, rendered with the Agg canvas.
+
+    The figure is created with matplotlib.figure.Figure, not pyplot, so no global figure
+    registry holds it; clearing it here releases its artists once it is rendered.
+    """
+    try:
+        FigureCanvasAgg(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        fig.clear()
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _errors(measurement, theta) -> np.ndarray:
+    """Per-sample errors in mm, (n, m)."""
+    data = {k: jnp.asarray(v) for k, v in measurement.data.items()}
+    e = np.asarray(measurement.errors(jnp.asarray(theta), data), dtype=float) * 1e3
+    return e.reshape(e.shape[0], -1)
+
+
+def _measurement_section(cal: Calibration, index: int) -> str:
+    m = cal.problem.measurements[index]
+    before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
+    stats = summarize(before), summarize(after)
+    rows = [[stat, stats[0][stat], stats[1][stat]] for stat in ("rms", "mean", "max")]
+    table = _table(["statistic", "before (mm)", "after (mm)"], rows, f"{m.name} ({m.type_name}, {m.error_label}, {before.size} values)")
+
+    per_row = "" if before.shape[1] == 1 else f" (mean of its {before.shape[1]} values)"
+    fig = Figure(figsize=(10, 3.4))
+    ax_line, ax_hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.8, 1]})
+    samples = np.arange(before.shape[0])
+    ax_line.plot(samples, before.mean(axis=1), ".-", lw=0.8, label="before")
+    ax_line.plot(samples, after.mean(axis=1), ".-", lw=0.8, label="after")
+    rejected = np.flatnonzero(cal.solution.masks[index] == 0)
+    if rejected.size:
+        ax_line.plot(rejected, after.mean(axis=1)[rejected], "x", color="red", ms=8, label="rejected")
+    ax_line.set(xlabel="sample", ylabel="error (mm)", title=f"error per sample{per_row}")
+    ax_line.legend()
+    bins = np.linspace(0.0, max(before.max(), after.max(), 1e-12), 31)
+    ax_hist.hist(before.ravel(), bins=bins, alpha=0.6, label="before")
+    ax_hist.hist(after.ravel(), bins=bins, alpha=0.6, label="after")
+    ax_hist.set(xlabel="error (mm)", ylabel="count", title="error histogram")
+    ax_hist.legend()
+    fig.tight_layout()
+    return f"<h3>{escape(m.name)}</h3>{table}{_figure_img(fig, f'errors of {m.name} before and after calibration')}"
+
+
+def _parameter_tables(cal: Calibration) -> str:
+    groups: dict[str, list[list]] = {}
+    for p in cal.parameters():
+        factor, unit = DISPLAY.get(p["unit"], (1.0, p["unit"]))
+        values = (p["nominal"], p["estimate"], p["estimate"] - p["nominal"], p["std"], p["prior_sigma"])
+        groups.setdefault(unit, []).append([p["name"]] + [None if v is None else v * factor for v in values])
+    return "".join(
+        _table(["name", f"nominal ({u})", f"estimate ({u})", f"estimate − nominal ({u})", f"std ({u})", f"prior σ ({u})"], rows, f"parameters in {u}")
+        for u, rows in groups.items()
+    ) or "<p>No parameters.</p>"
+
+
+def _solver_table(cal: Calibration) -> str:
+    s = cal.solution
+    rows = [["iterations", s.iterations], ["converged", bool(s.converged)], ["seconds", s.seconds], ["compile seconds", s.compile_seconds], ["final cost", s.cost]]
+    return _table(["", "value"], rows)
+
+
+def _identifiability(cal: Calibration) -> str:
+    ident = cal.identifiability
+    css = "ok" if ident.rank == ident.n_parameters else "warn"
+    text = f'<p class="{css}">Rank {ident.rank} of {ident.n_parameters} parameters (eigenvalue threshold {ident.threshold:g}, SI units).</p>'
+    dropped = getattr(cal.problem, "unidentifiable", ())  # parameters.select: identifiable
+    if dropped:
+        text += f"<p>Held at nominal as not identifiable from these data: {escape(', '.join(dropped))}.</p>"
+    if not ident.kernel:
+        return text
+    rows = [[k + 1, ", ".join(f"{name} ({weight:+.3f})" for name, weight in direction.items())] for k, direction in enumerate(ident.kernel)]
+    return text + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>" + _table(["direction", "parameters (weight)"], rows)
+
+
+def _rejected(cal: Calibration) -> str:
+    rows = [[r["measurement"], r["file"], r["line"], r["reason"]] for r in cal.rejected()]
+    return _table(["measurement", "file", "line", "reason"], rows) if rows else "<p>No rows rejected.</p>"
+
+
+def write_html_report(cal: Calibration, path: Path) -> None:
+    measurements = "".join(_measurement_section(cal, i) for i in range(len(cal.problem.measurements)))
+    sections = [
+        ("Errors before and after calibration", "<p>before: nominal robot, frames fitted; after: calibrated robot.</p>" + measurements),
+        ("Parameters", _parameter_tables(cal)),
+        ("Solver", _solver_table(cal)),
+        ("Identifiability", _identifiability(cal)),
+        ("Rejected rows", _rejected(cal)),
+    ]
+    body = "".join(f"<h2>{escape(title)}</h2>{content}" for title, content in sections)
+    problem = escape(str(cal.problem.path))
+    Path(path).write_text(
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>robocal report: {problem}</title>'
+        f"<style>{CSS}</style></head><body><h1>Calibration report</h1><p>Problem: <code>{problem}</code></p>{body}</body></html>\n",
+        encoding="utf-8",
+    )

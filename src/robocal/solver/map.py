@@ -126,7 +126,6 @@ def solve(
     `theta0`; the covariance is then that of the free parameters (zero for the others).
     """
     masks = [np.ones(jax.tree.leaves(d)[0].shape[0]) for d in problem.data]
-    rejections: list[Rejection] = []
     theta = np.asarray(theta0, dtype=float)
     total_steps, started = 0, time.perf_counter()
     args = (problem.prior_mean, problem.prior_sqrt_precision)
@@ -136,22 +135,28 @@ def solve(
     compiled = _lm.lower(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks], **statics).compile()
     rows_and_jacobian(problem, theta)  # compiles the Jacobian too, so `seconds` is warm time
     compile_seconds = time.perf_counter() - t0
+    first_rejected: dict[tuple[int, int], int] = {}
+    errors: list[np.ndarray] = []
     for round_ in range(max_rejection_rounds + 1):
         value, steps, ok = compiled(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks])
         theta, total_steps, converged = np.asarray(value), total_steps + int(steps), bool(ok)
         if outlier_threshold is None:
             break
+        # Every row is judged again at the new estimate: a row rejected while a gross outlier
+        # distorted the fit is re-admitted once the fit is clean.
         errors = [np.linalg.norm(b, axis=-1) for b in rows_and_jacobian(problem, theta)[0]]
-        new = [
-            Rejection(b, i, float(e[i]), outlier_threshold, round_ + 1)
-            for b, (e, m) in enumerate(zip(errors, masks))
-            for i in np.flatnonzero((e > outlier_threshold) & (m > 0))
-        ]
-        if not new:
+        new = [(e <= outlier_threshold).astype(float) for e in errors]
+        if all(np.array_equal(a, b) for a, b in zip(new, masks)) or round_ == max_rejection_rounds:
             break
-        rejections.extend(new)
-        for r in new:
-            masks[r.block][r.row] = 0.0
+        for b, (old, m) in enumerate(zip(masks, new)):
+            for i in np.flatnonzero((old > 0) & (m == 0)):
+                first_rejected.setdefault((b, int(i)), round_ + 1)
+        masks = new
+    rejections = [
+        Rejection(b, int(i), float(errors[b][i]), outlier_threshold, first_rejected[(b, int(i))])
+        for b, m in enumerate(masks)
+        for i in np.flatnonzero(m == 0)
+    ]
     blocks, jac = rows_and_jacobian(problem, theta)
     row_mask = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks)])
     idx = np.asarray(free_idx)
