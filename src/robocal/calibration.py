@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -82,7 +83,7 @@ def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray
     """Error summary of one measurement on `data` for two parameter vectors (rows in `keep` only).
     `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows."""
     keep = np.ones(len(next(iter(data.values()))), bool) if keep is None else keep
-    errors = lambda theta: np.asarray(measurement.errors(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))[keep]
+    errors = lambda theta: np.asarray(jax.jit(measurement.errors)(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))[keep]
     e_before = errors(before)
     return {
         "name": measurement.name,

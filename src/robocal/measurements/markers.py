@@ -139,6 +139,9 @@ class MarkerMeasurement(Measurement):
         if frame != self.config.frame:
             return None
         link = np.asarray(self.link_poses(jnp.asarray(theta), self.data["q"], self.links())[:, 0])
+        body = self.config.orientation.body if self.config.orientation else None
+        if body is not None and self.ctx.frames[body].initial is not None:
+            link = link @ self.ctx.frames[body].initial
         measured = self.data["points"]
         offsets = self.initial_offsets.copy()
         estimated = (self.offset_index >= 0).any(axis=1)

@@ -129,7 +129,7 @@ def solve(
     theta = np.asarray(theta0, dtype=float)
     total_steps, started = 0, time.perf_counter()
     args = (problem.prior_mean, problem.prior_sqrt_precision)
-    statics = dict(problem_rows=problem.rows, huber=huber, max_steps=max_iterations, tol=tolerance)
+    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
     free_idx = jnp.asarray(np.flatnonzero(np.ones(len(theta), bool) if free is None else free))
     t0 = time.perf_counter()
     compiled = _lm.lower(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks], **statics).compile()
@@ -142,10 +142,12 @@ def solve(
         theta, total_steps, converged = np.asarray(value), total_steps + int(steps), bool(ok)
         if outlier_threshold is None:
             break
-        # Every row is judged again at the new estimate: a row rejected while a gross outlier
-        # distorted the fit is re-admitted once the fit is clean.
+        # A gross outlier drags the least-squares fit and pushes clean rows over the threshold
+        # too, so each round rejects only the clearly worst rows (above half the largest error),
+        # and every row is judged again at the new estimate: a clean row comes back once the fit is.
         errors = [np.linalg.norm(b, axis=-1) for b in rows_and_jacobian(problem, theta)[0]]
-        new = [(e <= outlier_threshold).astype(float) for e in errors]
+        cut = max(outlier_threshold, 0.5 * max(float(e.max()) for e in errors))
+        new = [np.where(e <= outlier_threshold, 1.0, np.where(e > cut, 0.0, m)) for e, m in zip(errors, masks)]
         if all(np.array_equal(a, b) for a, b in zip(new, masks)) or round_ == max_rejection_rounds:
             break
         for b, (old, m) in enumerate(zip(masks, new)):

@@ -1,0 +1,79 @@
+"""The MAP solver on linear-Gaussian problems, whose posterior is known in closed form.
+
+rows(theta) = (A theta - b) / sigma with prior N(mu, diag(s^2)): the posterior is Gaussian with
+precision L = A^T A / sigma^2 + diag(1 / s^2) and mean L^-1 (A^T b / sigma^2 + diag(1 / s^2) mu).
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from robocal.solver import MapProblem, solve
+
+SIGMA = 0.1
+
+
+def linear_rows(theta, data):
+    return [((data[0]["A"] @ theta - data[0]["b"]) / SIGMA)[:, None]]
+
+
+def make_problem(a: np.ndarray, b: np.ndarray, mu: np.ndarray, prior_sigma: np.ndarray) -> MapProblem:
+    """`prior_sigma` entries of inf mean no prior."""
+    return MapProblem(linear_rows, [{"A": jnp.asarray(a), "b": jnp.asarray(b)}], mu, 1.0 / prior_sigma)
+
+
+def closed_form(a, b, mu, prior_sigma):
+    precision = a.T @ a / SIGMA**2 + np.diag(1.0 / prior_sigma**2)
+    covariance = np.linalg.inv(precision)
+    return covariance @ (a.T @ b / SIGMA**2 + mu / prior_sigma**2), covariance
+
+
+@pytest.fixture(scope="module")
+def linear():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(12, 5))
+    b = a @ rng.normal(size=5) + rng.normal(0.0, SIGMA, 12)
+    mu = rng.normal(size=5)
+    prior_sigma = np.array([0.5, 1.0, 2.0, 0.2, 1.5])
+    return a, b, mu, prior_sigma
+
+
+def test_posterior_mean_and_covariance(linear):
+    a, b, mu, prior_sigma = linear
+    mean, covariance = closed_form(*linear)
+    solution = solve(make_problem(*linear), np.zeros(5))
+    assert solution.converged
+    np.testing.assert_allclose(solution.theta, mean, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(solution.covariance, covariance, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(solution.std, np.sqrt(np.diag(covariance)), rtol=0, atol=1e-9)
+    r = (a @ mean - b) / SIGMA
+    p = (mean - mu) / prior_sigma
+    assert solution.cost == pytest.approx(r @ r + p @ p, rel=1e-9)
+
+
+def test_free_mask_keeps_the_others_fixed(linear):
+    """With theta_F fixed at theta0, the free block's posterior is that of b - A_F theta0_F."""
+    a, b, mu, prior_sigma = linear
+    free = np.array([True, False, True, True, False])
+    theta0 = np.array([0.3, -0.7, 0.1, 0.2, 1.1])
+    mean, covariance = closed_form(a[:, free], b - a[:, ~free] @ theta0[~free], mu[free], prior_sigma[free])
+    solution = solve(make_problem(*linear), theta0, free=free)
+    np.testing.assert_array_equal(solution.theta[~free], theta0[~free])
+    np.testing.assert_allclose(solution.theta[free], mean, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(solution.covariance[np.ix_(free, free)], covariance, rtol=0, atol=1e-9)
+    assert not solution.covariance[~free].any() and not solution.covariance[:, ~free].any()
+
+
+def test_unconstrained_direction_has_infinite_std(linear):
+    """Parameter 4 appears in no row and has no prior: infinite std; the others are unaffected."""
+    a, b, mu, prior_sigma = linear
+    a, prior_sigma = a.copy(), prior_sigma.copy()
+    a[:, 4], prior_sigma[4] = 0.0, np.inf
+    mean, covariance = closed_form(a[:, :4], b, mu[:4], prior_sigma[:4])
+    theta0 = np.zeros(5)
+    solution = solve(make_problem(a, b, mu, prior_sigma), theta0)
+    assert np.isinf(solution.std[4])
+    assert np.isfinite(solution.std[:4]).all()
+    np.testing.assert_allclose(solution.theta[:4], mean, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(solution.covariance[:4, :4], covariance, rtol=0, atol=1e-9)
+    assert solution.theta[4] == pytest.approx(theta0[4], abs=1e-12)
