@@ -27,8 +27,8 @@ class Table:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def columns(self, names: list[str], *, what: str = "column") -> np.ndarray:
-        """Float array (rows, len(names)); a missing column or a non-finite cell is an InputError."""
+    def _index(self, names: list[str], what: str) -> dict[str, int]:
+        """Column positions; a missing or duplicated column is an InputError."""
         index = {name: i for i, name in enumerate(self.header)}
         missing = [n for n in names if n not in index]
         if missing:
@@ -36,6 +36,22 @@ class Table:
         for name in names:
             if self.header.count(name) > 1:
                 raise InputError(self.path, f"the header names this column {self.header.count(name)} times", line=self.header_line, field=name)
+        return index
+
+    def strings(self, names: list[str], *, what: str = "column") -> np.ndarray:
+        """Stripped text cells (rows, len(names)); an empty cell is an InputError."""
+        index = self._index(names, what)
+        out = np.empty((len(self.rows), len(names)), dtype=object)
+        for r, (row, line) in enumerate(zip(self.rows, self.lines)):
+            for c, name in enumerate(names):
+                out[r, c] = row[index[name]].strip()
+                if not out[r, c]:
+                    raise InputError(self.path, "empty cell", line=int(line), field=name)
+        return out
+
+    def columns(self, names: list[str], *, what: str = "column") -> np.ndarray:
+        """Float array (rows, len(names)); a missing column or a non-finite cell is an InputError."""
+        index = self._index(names, what)
         out = np.empty((len(self.rows), len(names)))
         for r, (row, line) in enumerate(zip(self.rows, self.lines)):
             for c, name in enumerate(names):

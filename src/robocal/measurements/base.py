@@ -39,8 +39,8 @@ class BuildContext:
     frames: dict[str, Frame]
     joint_values: dict[str, float]
     layout: ParameterLayout
+    geometry: dict = field(default_factory=dict)  # link -> tuple of LinkShape (robocal.geometry.links)
     config_field: str = ""  # e.g. "measurements[0]", for error messages
-    extra: dict = field(default_factory=dict)
 
     def resolve(self, path: Path) -> Path:
         return path if path.is_absolute() else self.problem_path.parent / path

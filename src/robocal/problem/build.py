@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from robocal.errors import InputError, RobocalError
+from robocal.geometry.links import load_geometry
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.tree import KinematicTree
@@ -68,10 +69,14 @@ class Problem:
             if fc.estimate:
                 frame.block = self.layout.add(f"frame:{name}", frame.parameters(fc.prior.translation, fc.prior.rotation))
             self.frames[name] = frame
+        self.geometry = load_geometry(config.geometry, path.parent)
+        for link in self.geometry:
+            if not self.tree.has_link(link):
+                raise InputError(path, f"geometry given for unknown link '{link}'", field="geometry")
         types = measurement_types()
         self.measurements: list[Measurement] = []
         for i, mc in enumerate(config.measurements):
-            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, config_field=f"measurements[{i}]")
+            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]")
             self.measurements.append(types[mc.type](mc, ctx))
         names = [m.name for m in self.measurements]
         if len(set(names)) != len(names):

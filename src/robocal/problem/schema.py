@@ -11,6 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
+from robocal.geometry.links import GeometryConfig
 from robocal.kinematics.model import Mode
 from robocal.measurements.registry import config_classes
 from robocal.validation import Strict
@@ -74,5 +75,6 @@ class ProblemConfig(Strict):
     parameters: ParametersConfig = Field(default_factory=ParametersConfig)
     priors: PriorConfig = Field(default_factory=PriorConfig)
     frames: dict[str, FrameConfig] = Field(default_factory=dict)
+    geometry: GeometryConfig = Field(default_factory=GeometryConfig)
     solver: SolverConfig = Field(default_factory=SolverConfig)
     measurements: list[MeasurementConfig] = Field(min_length=1)

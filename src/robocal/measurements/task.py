@@ -1,0 +1,67 @@
+"""Relative fingertip positions: the quantity in-hand manipulation needs.
+
+For a reference link r and links l_1..l_F, the task function is p_l(q) - p_r(q) in the root
+frame, for every l. A `task` measurement compares it with recorded relative positions (from a
+simulator, or any system that measures fingertips relative to each other); it is also the
+quantity the hand calibration is scored on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field
+
+from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
+
+
+class TaskConfig(MeasurementConfig):
+    type: Literal["task"]
+    reference: str = Field(description="reference link (e.g. the thumb tip)")
+    links: list[str] = Field(min_length=1, description="links whose positions relative to the reference are measured")
+    columns: dict[str, tuple[str, str, str]] = Field(default_factory=dict, description="link -> x, y, z columns (default <link>_x, ...)")
+
+
+def task_vectors(poses, links_count: int):
+    """(n, F, 3) positions of links 1..F relative to link 0, from poses (n, F + 1, 4, 4)."""
+    positions = poses[:, :, :3, 3]
+    return positions[:, 1 : links_count + 1] - positions[:, :1]
+
+
+class TaskMeasurement(Measurement):
+    type_name = "task"
+    Config = TaskConfig
+    error_label = "3D distance per link"
+
+    def __init__(self, config: TaskConfig, ctx: BuildContext):
+        for i, link in enumerate([config.reference, *config.links]):
+            if not ctx.robot.tree.has_link(link):
+                raise ctx.error(f"unknown link '{link}'", "reference" if i == 0 else f"links[{i - 1}]")
+        super().__init__(config, ctx)
+
+    def links(self) -> tuple[str, ...]:
+        return (self.config.reference, *self.config.links)
+
+    def column_names(self) -> list[str]:
+        return [c for link in self.config.links for c in self.config.columns.get(link, (f"{link}_x", f"{link}_y", f"{link}_z"))]
+
+    def load(self, path: Path):
+        table = self.read(path)
+        relative = table.columns(self.column_names(), what="position column").reshape(len(table), -1, 3)
+        return {"q": self.joint_matrix(table), "relative": relative}, table.lines
+
+    def predict(self, theta, data):
+        return task_vectors(self.link_poses(theta, data["q"], self.links()), len(self.config.links))
+
+    def rows(self, theta, data):
+        n = data["q"].shape[0]
+        return ((self.predict(theta, data) - data["relative"]) / self.config.sigma).reshape(n, -1)
+
+    def row_sigmas(self) -> np.ndarray:
+        return np.full(3 * len(self.config.links), self.config.sigma)
+
+    def errors(self, theta, data):
+        return jnp.linalg.norm(self.predict(theta, data) - data["relative"], axis=-1)
