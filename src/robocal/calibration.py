@@ -82,9 +82,11 @@ class Calibration:
 def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray, keep: np.ndarray | None = None) -> dict:
     """Error summary of one measurement on `data` for two parameter vectors (rows in `keep` only).
     `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows."""
-    keep = np.ones(len(next(iter(data.values()))), bool) if keep is None else keep
-    errors = lambda theta: np.asarray(jax.jit(measurement.errors)(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))[keep]
-    e_before = errors(before)
+    data = jax.tree.map(jnp.asarray, data)
+    errors = lambda theta: np.asarray(jax.jit(measurement.errors)(jnp.asarray(theta), data))
+    e_before, e_after = errors(before), errors(after)
+    keep = np.ones(len(e_before), bool) if keep is None else keep
+    e_before, e_after = e_before[keep], e_after[keep]
     return {
         "name": measurement.name,
         "type": measurement.type_name,
@@ -93,7 +95,7 @@ def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray
         "unit": "m",
         "error": measurement.error_label,
         "before": summarize(e_before),
-        "after": summarize(errors(after)),
+        "after": summarize(e_after),
     }
 
 
@@ -108,9 +110,14 @@ def unweighted_jacobian(problem: Problem, theta, masks=None) -> np.ndarray:
     return (jac * scale[:, None])[keep]
 
 
-def calibrate(problem: Problem) -> Calibration:
+def solver_options(problem: Problem) -> dict:
+    """The problem file's solver settings as keyword arguments of `solve` (outlier rejection apart)."""
     cfg = problem.config.solver
-    options = dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
+    return dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
+
+
+def calibrate(problem: Problem) -> Calibration:
+    cfg, options = problem.config.solver, solver_options(problem)
     not_robot = np.ones(len(problem.layout), bool)
     not_robot[problem.layout.blocks["robot"]] = False
     baseline = problem.theta0

@@ -48,6 +48,7 @@ class RobotModel:
         self.modes = {name: mode for name, mode in (modes or {}).items() if mode != "none"}
         n_joints = len(tree.joints)
         params: list[Parameter] = []
+        moves: list[frozenset[str]] = []  # joints whose placement each parameter changes
         full_idx = -np.ones((n_joints, 6), dtype=int)
         native_idx = -np.ones((n_joints, 6), dtype=int)
         offset_idx = -np.ones(len(tree.actuated), dtype=int)
@@ -64,12 +65,14 @@ class RobotModel:
                 offset_idx[tree.actuated.index(name)] = len(params)
                 kind = "translation" if joint.type == "prismatic" else "joint_offset"
                 params.append(Parameter(f"{name}.offset", kind, 0.0, unit="m" if kind == "translation" else "rad"))
+                moves.append(frozenset(j.name for j in tree.joints if j.moves and tree.driver(j.name)[0] == name))
             elif mode == "full":
                 along_axis = _coordinate_axis(joint.axis) if joint.type in ("revolute", "continuous") else None
                 for c, coord in enumerate(FULL_COORDINATES):
                     full_idx[j, c] = len(params)
                     kind = "translation" if c < 3 else ("joint_offset" if c - 3 == along_axis else "rotation")
                     params.append(Parameter(f"{name}.{coord}", kind, 0.0, unit="m" if c < 3 else "rad"))
+                    moves.append(frozenset((name,)))
             else:
                 native = "xyzrpy" if mode == "xyzrpy" else ("dh", "mdh")
                 if joint.origin.kind not in native:
@@ -78,6 +81,7 @@ class RobotModel:
                     native_idx[j, c] = len(params)
                     is_length = coord in LENGTH_COORDINATES
                     params.append(Parameter(f"{name}.{coord}", "translation" if is_length else "rotation", joint.origin.values[c], unit="m" if is_length else "rad"))
+                    moves.append(frozenset((name,)))
         keep = np.array([not any(fnmatch.fnmatchcase(p.name, pat) for pat in fixed) for p in params], dtype=bool)
         for pattern in fixed:
             if not any(fnmatch.fnmatchcase(p.name, pattern) for p in params):
@@ -85,6 +89,7 @@ class RobotModel:
         renumber = np.append(np.where(keep, np.cumsum(keep) - 1, -1), -1)  # old index -> new, -1 dropped
         full_idx, native_idx, offset_idx = renumber[full_idx], renumber[native_idx], renumber[offset_idx]
         self.parameters = [p for p, k in zip(params, keep) if k]
+        self._moves = [m for m, k in zip(moves, keep) if k]
         n = len(self.parameters)
         # Index n points at an appended zero, so unparameterized entries gather a zero correction.
         self._full_idx = np.where(full_idx < 0, n, full_idx)
@@ -99,6 +104,11 @@ class RobotModel:
     @property
     def nominal(self) -> np.ndarray:
         return np.array([p.nominal for p in self.parameters], dtype=float)
+
+    def parameters_affecting(self, links: Sequence[str]) -> np.ndarray:
+        """Indices of the parameters that can move any of the links (the rest have zero Jacobian)."""
+        joints = {self.tree.joints[j].name for link in links for j in self.tree.chain(link)}
+        return np.array([i for i, moved in enumerate(self._moves) if moved & joints], dtype=int)
 
     def _origin(self, j: int, theta_ext):
         joint = self.tree.joints[j]

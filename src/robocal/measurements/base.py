@@ -16,7 +16,7 @@ from robocal.errors import InputError
 from robocal.io.table import Table, read_table
 from robocal.kinematics.model import RobotModel
 from robocal.parameters import ParameterLayout
-from robocal.problem.frames import Frame
+from robocal.frames import Frame
 from robocal.validation import Strict
 
 

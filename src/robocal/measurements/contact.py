@@ -2,12 +2,13 @@
 recorded joint values; the signed distance between their shapes should be zero.
 
 residual = signed_distance(shapes_a @ FK_a(theta, q), shapes_b @ FK_b(theta, q)) / sigma.
-The body pairs are fixed by the calibration data; under `jit` every row evaluates each pair's
-distance and keeps its own, which keeps shapes static at the cost of a few cheap distances.
+The body pairs are fixed by the calibration data; rows are grouped by pair (each group a static
+shape), so every row evaluates only its own two bodies.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -51,25 +52,59 @@ class ContactMeasurement(Measurement):
         for r, key in enumerate(keys):
             if key not in self.pairs:
                 raise InputError(path, f"pair {key} is not among the calibration data's pairs {self.pairs}", line=int(table.lines[r]), field=self.config.pair_columns[0])
+        q = self.joint_matrix(table)
         pair = np.array([self.pairs.index(key) for key in keys])
-        return {"q": self.joint_matrix(table), "pair": pair}, table.lines
+        groups = tuple({"q": q[pair == k], "index": np.flatnonzero(pair == k)} for k in range(len(self.pairs)))
+        return {"groups": groups, "pair": pair}, table.lines
+
+    def _pair_distances(self, theta, q, pair: tuple[str, str]):
+        """(n_k,) signed distances between the two bodies of one pair at configurations q."""
+        a, b = pair
+        poses = self.link_poses(theta, q, pair)
+        geometry = self.ctx.geometry
+        return jax.vmap(lambda pa, pb: link_distance(geometry[a], pa, geometry[b], pb))(poses[:, 0], poses[:, 1])
 
     def signed_distances(self, theta, data):
-        """(n,) signed distance of each row's pair at its joint values."""
-        links = self.links()
-        poses = self.link_poses(theta, data["q"], links)
-        geometry = self.ctx.geometry
-        per_pair = [
-            jax.vmap(lambda pa, pb, a=a, b=b: link_distance(geometry[a], pa, geometry[b], pb))(poses[:, links.index(a)], poses[:, links.index(b)])
-            for a, b in self.pairs
-        ]
-        return jnp.take_along_axis(jnp.stack(per_pair, axis=1), data["pair"][:, None], axis=1)[:, 0]
+        """(n,) signed distance of each row's pair at its joint values, in file order."""
+        out = jnp.zeros(data["pair"].shape[0])
+        for pair, group in zip(self.pairs, data["groups"]):
+            out = out.at[group["index"]].set(self._pair_distances(theta, group["q"], pair))
+        return out
+
+    def distances_and_jacobian(self, theta, data):
+        """Signed distances (n,) and their Jacobian (n, len(theta)). A contact depends only on the
+        parameters that move its two bodies, so each pair is differentiated with respect to those
+        alone (about half of a hand's parameters) and the rest of its row is zero."""
+        n = data["pair"].shape[0]
+        values, jac = jnp.zeros(n), jnp.zeros((n, theta.shape[0]))
+        for pair, group in zip(self.pairs, data["groups"]):
+            idx = self.ctx.robot_block.start + self.ctx.robot.parameters_affecting(pair)
+            f = lambda sub, q=group["q"], pair=pair, idx=idx: self._pair_distances(theta.at[idx].set(sub), q, pair)
+            jac_k, value = jax.jacfwd(lambda sub: (lambda d: (d, d))(f(sub)), has_aux=True)(theta[idx])
+            values = values.at[group["index"]].set(value)
+            jac = jac.at[group["index"][:, None], idx[None, :]].set(jac_k)
+        return values, jac
 
     def rows(self, theta, data):
-        return self.signed_distances(theta, data)[:, None] / self.config.sigma
+        return _whitened_rows(self, theta, data)
 
     def row_sigmas(self) -> np.ndarray:
         return np.array([self.config.sigma])
 
     def errors(self, theta, data):
         return jnp.abs(self.signed_distances(theta, data))[:, None]
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _whitened_rows(measurement: ContactMeasurement, theta, data):
+    return measurement.signed_distances(theta, data)[:, None] / measurement.config.sigma
+
+
+@_whitened_rows.defjvp
+def _whitened_rows_jvp(measurement: ContactMeasurement, primals, tangents):
+    """Tangent J @ dtheta with the structured Jacobian; under jacfwd J is computed once, not per
+    tangent. The data are constants: their tangents are ignored."""
+    theta, data = primals
+    values, jac = measurement.distances_and_jacobian(theta, data)
+    sigma = measurement.config.sigma
+    return values[:, None] / sigma, (jac @ tangents[0])[:, None] / sigma

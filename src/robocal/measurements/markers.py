@@ -20,7 +20,7 @@ from pydantic import Field, PositiveFloat
 from robocal.kinematics import transforms as tf
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
 from robocal.parameters import Parameter
-from robocal.problem.frames import kabsch
+from robocal.frames import kabsch
 from robocal.validation import Strict
 
 Vec3 = tuple[float, float, float]

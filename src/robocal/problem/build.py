@@ -6,6 +6,7 @@ import fnmatch
 from functools import cached_property
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -18,7 +19,7 @@ from robocal.kinematics.urdf import load_urdf
 from robocal.measurements.base import BuildContext, Measurement
 from robocal.measurements.registry import measurement_types
 from robocal.parameters import ParameterLayout
-from robocal.problem.frames import Frame, placement_matrix
+from robocal.frames import Frame, placement_matrix
 from robocal.problem.schema import ProblemConfig
 from robocal.solver import MapProblem
 from robocal.validation import load_yaml_model
@@ -120,7 +121,7 @@ class Problem:
 
 
 def jnp_tree(data: dict) -> dict:
-    return {k: jnp.asarray(v) for k, v in data.items()}
+    return jax.tree.map(jnp.asarray, data)
 
 
 def unidentifiable_robot_parameters(problem: Problem) -> tuple[str, ...]:

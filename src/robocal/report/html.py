@@ -12,6 +12,7 @@ import io
 from html import escape
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -54,7 +55,7 @@ def _cell(value) -> str:
     return f"<td{attribute}>{escape(_fmt(value))}</td>"
 
 
-def _table(header: list[str], rows: list[list], caption: str | None = None) -> str:
+def table_html(header: list[str], rows: list[list], caption: str | None = None) -> str:
     """An HTML table; every cell is formatted with _fmt and escaped, numbers right-aligned."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
@@ -62,7 +63,7 @@ def _table(header: list[str], rows: list[list], caption: str | None = None) -> s
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _figure_img(fig: Figure, alt: str) -> str:
+def figure_html(fig: Figure, alt: str) -> str:
     """The figure as an inline base64 PNG <img>, rendered with the Agg canvas.
 
     The figure is created with matplotlib.figure.Figure, not pyplot, so no global figure
@@ -80,7 +81,7 @@ def _figure_img(fig: Figure, alt: str) -> str:
 
 def _errors(measurement, theta) -> np.ndarray:
     """Per-sample errors in mm, (n, m)."""
-    data = {k: jnp.asarray(v) for k, v in measurement.data.items()}
+    data = jax.tree.map(jnp.asarray, measurement.data)
     e = np.asarray(measurement.errors(jnp.asarray(theta), data), dtype=float) * 1e3
     return e.reshape(e.shape[0], -1)
 
@@ -90,7 +91,7 @@ def _measurement_section(cal: Calibration, index: int) -> str:
     before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
     stats = summarize(before), summarize(after)
     rows = [[stat, stats[0][stat], stats[1][stat]] for stat in ("rms", "mean", "max")]
-    table = _table(["statistic", "before (mm)", "after (mm)"], rows, f"{m.name} ({m.type_name}, {m.error_label}, {before.size} values)")
+    table = table_html(["statistic", "before (mm)", "after (mm)"], rows, f"{m.name} ({m.type_name}, {m.error_label}, {before.size} values)")
 
     per_row = "" if before.shape[1] == 1 else f" (mean of its {before.shape[1]} values)"
     fig = Figure(figsize=(10, 3.4))
@@ -109,7 +110,7 @@ def _measurement_section(cal: Calibration, index: int) -> str:
     ax_hist.set(xlabel="error (mm)", ylabel="count", title="error histogram")
     ax_hist.legend()
     fig.tight_layout()
-    return f"<h3>{escape(m.name)}</h3>{table}{_figure_img(fig, f'errors of {m.name} before and after calibration')}"
+    return f"<h3>{escape(m.name)}</h3>{table}{figure_html(fig, f'errors of {m.name} before and after calibration')}"
 
 
 def _parameter_tables(cal: Calibration) -> str:
@@ -119,7 +120,7 @@ def _parameter_tables(cal: Calibration) -> str:
         values = (p["nominal"], p["estimate"], p["estimate"] - p["nominal"], p["std"], p["prior_sigma"])
         groups.setdefault(unit, []).append([p["name"]] + [None if v is None else v * factor for v in values])
     return "".join(
-        _table(["name", f"nominal ({u})", f"estimate ({u})", f"estimate − nominal ({u})", f"std ({u})", f"prior σ ({u})"], rows, f"parameters in {u}")
+        table_html(["name", f"nominal ({u})", f"estimate ({u})", f"estimate − nominal ({u})", f"std ({u})", f"prior σ ({u})"], rows, f"parameters in {u}")
         for u, rows in groups.items()
     ) or "<p>No parameters.</p>"
 
@@ -127,7 +128,7 @@ def _parameter_tables(cal: Calibration) -> str:
 def _solver_table(cal: Calibration) -> str:
     s = cal.solution
     rows = [["iterations", s.iterations], ["converged", bool(s.converged)], ["seconds", s.seconds], ["compile seconds", s.compile_seconds], ["final cost", s.cost]]
-    return _table(["", "value"], rows)
+    return table_html(["", "value"], rows)
 
 
 def _identifiability(cal: Calibration) -> str:
@@ -140,12 +141,12 @@ def _identifiability(cal: Calibration) -> str:
     if not ident.kernel:
         return text
     rows = [[k + 1, ", ".join(f"{name} ({weight:+.3f})" for name, weight in direction.items())] for k, direction in enumerate(ident.kernel)]
-    return text + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>" + _table(["direction", "parameters (weight)"], rows)
+    return text + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>" + table_html(["direction", "parameters (weight)"], rows)
 
 
 def _rejected(cal: Calibration) -> str:
     rows = [[r["measurement"], r["file"], r["line"], r["reason"]] for r in cal.rejected()]
-    return _table(["measurement", "file", "line", "reason"], rows) if rows else "<p>No rows rejected.</p>"
+    return table_html(["measurement", "file", "line", "reason"], rows) if rows else "<p>No rows rejected.</p>"
 
 
 def write_html_report(cal: Calibration, path: Path) -> None:
@@ -157,10 +158,14 @@ def write_html_report(cal: Calibration, path: Path) -> None:
         ("Identifiability", _identifiability(cal)),
         ("Rejected rows", _rejected(cal)),
     ]
-    body = "".join(f"<h2>{escape(title)}</h2>{content}" for title, content in sections)
-    problem = escape(str(cal.problem.path))
+    write_page(path, "Calibration report", f"<p>Problem: <code>{escape(str(cal.problem.path))}</code></p>", sections)
+
+
+def write_page(path: Path, title: str, intro_html: str, sections: list[tuple[str, str]]) -> None:
+    """One self-contained HTML page: a title, an introduction and (heading, html) sections."""
+    body = "".join(f"<h2>{escape(heading)}</h2>{content}" for heading, content in sections)
     Path(path).write_text(
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>robocal report: {problem}</title>'
-        f"<style>{CSS}</style></head><body><h1>Calibration report</h1><p>Problem: <code>{problem}</code></p>{body}</body></html>\n",
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>robocal: {escape(title)}</title>'
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>{intro_html}{body}</body></html>\n",
         encoding="utf-8",
     )

@@ -129,8 +129,9 @@ def solve(
     fold of a cross-validation; the compiled solver is the same for every mask.
     """
     if masks is None:
-        masks = [np.ones(jax.tree.leaves(d)[0].shape[0]) for d in problem.data]
+        masks = [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
     masks = [np.asarray(m, dtype=float) for m in masks]
+    held_out = [m == 0 for m in masks]  # the caller's zeros stay out whatever the rejection rounds say
     theta = np.asarray(theta0, dtype=float)
     total_steps, started = 0, time.perf_counter()
     args = (problem.prior_mean, problem.prior_sqrt_precision)
@@ -152,18 +153,14 @@ def solve(
         # and every row is judged again at the new estimate: a clean row comes back once the fit is.
         errors = [np.linalg.norm(b, axis=-1) for b in rows_and_jacobian(problem, theta)[0]]
         cut = max(outlier_threshold, 0.5 * max(float(e.max()) for e in errors))
-        new = [np.where(e <= outlier_threshold, 1.0, np.where(e > cut, 0.0, m)) for e, m in zip(errors, masks)]
+        new = [np.where(out, 0.0, np.where(e <= outlier_threshold, 1.0, np.where(e > cut, 0.0, m))) for e, m, out in zip(errors, masks, held_out)]
         if all(np.array_equal(a, b) for a, b in zip(new, masks)) or round_ == max_rejection_rounds:
             break
         for b, (old, m) in enumerate(zip(masks, new)):
             for i in np.flatnonzero((old > 0) & (m == 0)):
                 first_rejected.setdefault((b, int(i)), round_ + 1)
         masks = new
-    rejections = [
-        Rejection(b, int(i), float(errors[b][i]), outlier_threshold, first_rejected[(b, int(i))])
-        for b, m in enumerate(masks)
-        for i in np.flatnonzero(m == 0)
-    ]
+    rejections = [Rejection(b, i, float(errors[b][i]), outlier_threshold, r) for (b, i), r in sorted(first_rejected.items()) if masks[b][i] == 0]
     blocks, jac = rows_and_jacobian(problem, theta)
     row_mask = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks)])
     idx = np.asarray(free_idx)

@@ -1,0 +1,1 @@
+"""End-to-end demonstrations that need no external files."""
