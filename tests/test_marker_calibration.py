@@ -24,7 +24,7 @@ from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.problem import load_problem
 from robocal.problem.build import jnp_tree
-from robocal.problem.frames import placement_matrix
+from robocal.frames import placement_matrix
 from robocal.simulation.markers import MarkerBody, simulate_markers, write_csv
 from robocal.simulation.perturb import perturb_parameters
 from robocal.simulation.sampling import position_errors, sample_configurations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -41,21 +42,109 @@ def calibrate(
 def evaluate(
     problem: Annotated[Path, typer.Argument(help="problem YAML used for calibration")],
     result: Annotated[Path, typer.Option("--result", help="output folder of `robocal calibrate`")],
-    data: Annotated[Path, typer.Option("--data", help="data file to evaluate on")],
-    measurement: Annotated[Optional[str], typer.Option("--measurement", help="which measurement the data file is for (default: the only one)")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", help="data file to evaluate on")] = None,
+    measurement: Annotated[Optional[str], typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")] = None,
+    truth: Annotated[Optional[Path], typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
+    reference: Annotated[Optional[str], typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the first tip)")] = None,
+    tips: Annotated[Optional[list[str]], typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    n: Annotated[Optional[int], typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
 ) -> None:
-    """Before/after metrics (JSON) on another data file, with the frames estimated during calibration."""
-    from robocal.evaluation import evaluate_file
+    """Before/after metrics (JSON): on another data file (--data), with the frames estimated during
+    calibration; or (--truth) the task error of the nominal and the calibrated robot against the
+    true one, on a test set uniform in each fingertip's Cartesian workspace."""
+    from robocal.evaluation import evaluate_file, evaluate_truth
 
-    print(json.dumps(evaluate_file(problem, result, data, measurement), indent=2))
+    if (data is None) == (truth is None):
+        raise RobocalError("give exactly one of --data (a data file) and --truth (the true robot)")
+    if data is not None:
+        extra = [f"--{name}" for name, value in (("reference", reference), ("tips", tips), ("n", n), ("seed", seed)) if value is not None]
+        if extra:
+            raise RobocalError(f"{', '.join(extra)}: only with --truth")
+        report = evaluate_file(problem, result, data, measurement)
+    else:
+        if measurement is not None:
+            raise RobocalError("--measurement: only with --data")
+        tip_list = [t.strip() for value in tips or () for t in value.split(",") if t.strip()] or None
+        options = {k: v for k, v in (("n", n), ("seed", seed)) if v is not None}
+        report = evaluate_truth(problem, result, truth, reference, tip_list, **options)
+    print(json.dumps(report, indent=2))
+
+
+class DemoKind(str, Enum):
+    contact = "contact"
+    markers = "markers"
 
 
 @app.command()
-def demo(out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/demo")) -> None:
-    """Calibrate a simulated, perturbed DLR-Hand II from fingertip markers (no files needed)."""
-    from robocal.demo import run_demo
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/demo"),
+    kind: Annotated[DemoKind, typer.Option("--kind", help="contact: pairwise fingertip contacts; markers: fingertip markers")] = DemoKind.contact,
+) -> None:
+    """Calibrate a simulated, perturbed DLR-Hand II end to end (no files needed)."""
+    from importlib import import_module
 
-    run_demo(out_dir, out)
+    import_module(f"robocal.demos.{kind.value}").run_demo(out_dir, out)
+
+
+simulate_app = typer.Typer(no_args_is_help=True, help="Simulate calibration data of a perturbed robot.")
+app.add_typer(simulate_app, name="simulate")
+
+
+class Detection(str, Enum):
+    geometric = "geometric"
+    torque = "torque"
+
+
+@simulate_app.command("contact")
+def simulate_contact(
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
+    n_per_pair: Annotated[int, typer.Option("--n-per-pair", min=1, help="contacts per fingertip pair (6 pairs)")] = 50,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the true hand and of the contact search")] = 0,
+    translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of a DH length (d, a) of the true hand, m")] = 0.005,
+    rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of a DH angle (theta, alpha) of the true hand, deg")] = 5.0,
+    detection: Annotated[Detection, typer.Option("--detection", help="geometric: exact first touch; torque: joint-torque threshold on a compliant contact")] = Detection.geometric,
+    joint_noise: Annotated[float, typer.Option("--joint-noise", min=0.0, help="std of the encoder noise added to the recorded joint values, rad")] = 0.0,
+) -> None:
+    """Fingertip contacts of a perturbed DLR-Hand II (the paper's contact search), as a problem to calibrate.
+
+    Writes contacts.csv, true.urdf (the true hand), the DH table and geometry, and problem.yaml."""
+    import numpy as np
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from robocal.simulation.contact import FAILURES, REJECTIONS, dlr_hand_pairs, simulate_dlr_hand
+
+    pairs = dlr_hand_pairs()
+    done: dict = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("contact search", total=len(pairs) * n_per_pair)
+
+        def progress(pair, count, _n):
+            done[pair] = count
+            bar.update(task, completed=sum(done.values()), description=f"contact search {pair[0]} / {pair[1]}")
+
+        result = simulate_dlr_hand(
+            out_dir, n_per_pair=n_per_pair, seed=seed, translation=translation, rotation=float(np.deg2rad(rotation_deg)), detection=detection.value, joint_noise=joint_noise, progress=progress
+        )
+    sim = result.sim
+    out.print(f"true hand: the {len(result.theta_true)} DH parameters of the finger joints perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})")
+    table = Table(title=f"simulated contacts ({detection.value} detection, joint noise {joint_noise:g} rad)", caption="failed drives (retried): " + " / ".join(FAILURES) + "; planned drives the nominal model rejected: " + " / ".join(REJECTIONS))
+    for column in ("pair", "contacts", "failed", "rejected", "mean |d| (m)"):
+        table.add_column(column, justify="left" if column == "pair" else "right")
+    for row in sim.summary():
+        failed, rejected = (" / ".join(str(row[kind].get(r, 0)) for r in reasons) for kind, reasons in (("failures", FAILURES), ("rejections", REJECTIONS)))
+        table.add_row(" / ".join(row["pair"]), str(row["contacts"]), failed, rejected, f"{row['mean_abs_distance']:.2e}")
+    out.print(table)
+    failed = sum(sum(f.values()) for f in sim.failures.values())
+    rejected = sum(sum(r.values()) for r in sim.rejections.values())
+    out.print(f"{len(sim)} contacts from {len(sim) + failed} executed drives ({failed} failed and retried); the nominal model rejected {rejected} planned drives")
+    out.print(f"mean |true signed distance| at the recorded joint values: {np.abs(sim.true_distance).mean():.3e} m (max {np.abs(sim.true_distance).max():.3e} m)")
+    if detection is Detection.torque:
+        depth = -sim.true_distance * 1e3
+        out.print(f"penetration at torque detection (mm): mean {depth.mean():.4f}, median {np.median(depth):.4f}, min {depth.min():.4f}, max {depth.max():.4f}")
+    out.print(f"wrote {', '.join(str(f) for f in result.files)} in {result.seconds:.1f} s", markup=False, highlight=False)
+    out.print(f"calibrate: robocal calibrate {result.problem} --out {Path(out_dir) / 'result'}", markup=False, highlight=False)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from lxml import etree
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.urdf import load_urdf
-from robocal.problem.frames import placement_matrix
+from robocal.frames import placement_matrix
 
 URDF = """<?xml version="1.0" encoding="utf-8"?>
 <!-- three-joint test arm: yaw, pitch, pitch, and a fixed tool -->

@@ -57,6 +57,14 @@ class ContactMeasurement(Measurement):
         groups = tuple({"q": q[pair == k], "index": np.flatnonzero(pair == k)} for k in range(len(self.pairs)))
         return {"groups": groups, "pair": pair}, table.lines
 
+    @staticmethod
+    def configurations(data) -> np.ndarray:
+        """(n, n_actuated) joint values of the rows, in file order (the data hold them per pair)."""
+        q = np.empty((len(data["pair"]), data["groups"][0]["q"].shape[1]))
+        for group in data["groups"]:
+            q[np.asarray(group["index"])] = np.asarray(group["q"])
+        return q
+
     def _pair_distances(self, theta, q, pair: tuple[str, str]):
         """(n_k,) signed distances between the two bodies of one pair at configurations q."""
         a, b = pair
