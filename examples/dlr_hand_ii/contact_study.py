@@ -29,8 +29,9 @@ from robocal.simulation.testset import uniform_cartesian_test_set
 from robocal.solver import solve
 
 
-def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 500) -> list[dict]:
-    """One row per seed: mean task error (m) of the nominal hand, mean and max of the calibrated one."""
+def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 500, model: str = "full_dh") -> list[dict]:
+    """One row per seed: mean task error (m) of the nominal hand, mean and max of the calibrated one.
+    `model`: a model of the demo's MODELS (full_dh, joint_offsets)."""
     rows, problem = [], None
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
@@ -41,11 +42,11 @@ def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 5
             sim = simulate_contacts(truth, truth.nominal, truth, theta_true, geometry, dlr_hand_pairs(), n_per_pair, seed, joint_noise=joint_noise)
             write_contact_csv(out / "contacts.csv", tree, sim)
             if problem is None:  # same nominal hand and parameterization for every seed: compile once
-                problem = load_problem(_write_problem(out, "full_dh"))
+                problem = load_problem(_write_problem(out, model))
                 q_test = uniform_cartesian_test_set(problem.robot, problem.theta0, list(TIPS), n_test, seed=10_000)
             data, _ = problem.measurements[0].load(out / "contacts.csv")
             solution = solve(dataclasses.replace(problem.map_problem, data=[jax.tree.map(jnp.asarray, data)]), problem.theta0)
-            score = lambda theta: task_errors(problem.robot, theta, truth, theta_true, q_test, TIPS[0], list(TIPS[1:]))
+            score = lambda theta: task_errors(problem.robot, theta[problem.layout.blocks["robot"]], truth, theta_true, q_test, TIPS[0], list(TIPS[1:]))
             after = score(solution.theta)
             rows.append({"seed": seed, "nominal_mean": float(score(problem.theta0).mean()), "mean": float(after.mean()), "max": float(after.max()), "converged": solution.converged})
     return rows

@@ -71,11 +71,12 @@ def _flat(problem: MapProblem, theta, masks, huber):
 def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
     """Levenberg-Marquardt over the free entries of theta (indices `free`); the others stay at theta0.
 
-    Marquardt's scaled damping (J^T J + lam diag(J^T J)) with Nielsen's update of lam; the
+    Marquardt's scaled damping (J^T J + lam diag(J^T J)) with Nielsen's update of lam, each step
+    scaled down to at most one prior sigma per parameter; the
     Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a custom JVP rule)
     is used as is, and it is recomputed only after an accepted step. The damped normal equations
-    are solved by Cholesky (lineax). Converged when an accepted step changes no free parameter by
-    more than tol * (1 + |theta|) or the gradient vanishes.
+    are solved by Cholesky (lineax). Converged when a step changes no free parameter by more than
+    tol * (1 + |theta|) and is accepted, or no smaller step can lower the cost any more.
     """
     problem = MapProblem(problem_rows, data, mean, sqrt_prec)
     full = lambda phi: theta0.at[free].set(phi)
@@ -94,13 +95,15 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.maximum(jnp.max(jnp.diag(jtj)), 1.0))
         operator = lx.MatrixLinearOperator(jtj + lam * jnp.diag(scale), lx.positive_semidefinite_tag)
         step = -lx.linear_solve(operator, g, lx.Cholesky(), throw=False).value
+        step = step / jnp.maximum(1.0, jnp.max(jnp.abs(step) / step_bound))
         r_new = residual(phi + step)
         cost, cost_new = r @ r, r_new @ r_new
         predicted = -(2.0 * step @ g + step @ jtj @ step)
         rho = (cost - cost_new) / jnp.where(predicted > 0, predicted, 1.0)
-        accept = (cost_new < cost) & jnp.isfinite(cost_new)
+        # Ties within rounding count as progress: near the optimum the cost cannot resolve the
+        # last digits of theta (only sqrt(eps)), the Gauss-Newton step still can.
+        accept = (cost_new <= cost * (1.0 + 1e-12)) & jnp.isfinite(cost_new)
         small_step = jnp.max(jnp.abs(step)) <= tol * (1.0 + jnp.max(jnp.abs(phi)))
-        flat_gradient = jnp.max(jnp.abs(g)) <= tol * jnp.maximum(cost, 1.0)
         phi_next = jnp.where(accept, phi + step, phi)
         r_next, jac_next = jax.lax.cond(accept, linearize, lambda _: (r, jac), phi_next)
         return {
@@ -110,10 +113,13 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
             "lam": jnp.where(accept, lam * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), lam * nu),
             "nu": jnp.where(accept, 2.0, 2.0 * nu),
             "steps": state["steps"] + 1,
-            "done": (accept & small_step) | flat_gradient,
+            "done": small_step & (accept | (lam > 1e12)),
         }
 
     phi0 = theta0[free]
+    # Trust region: a step moves no parameter by more than one prior sigma (1 m or 1 rad without a
+    # prior), so a strongly nonlinear model (a contact that flips side) is not jumped across.
+    step_bound = jnp.where(sqrt_prec[free] > 0, 1.0 / jnp.where(sqrt_prec[free] > 0, sqrt_prec[free], 1.0), 1.0)
     r0, jac0 = linearize(phi0)
     state = {"phi": phi0, "r": r0, "jac": jac0, "lam": jnp.asarray(1e-3), "nu": jnp.asarray(2.0), "steps": jnp.asarray(0), "done": jnp.asarray(False)}
     state = jax.lax.while_loop(cond, body, state)
