@@ -121,7 +121,7 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     # prior), so a strongly nonlinear model (a contact that flips side) is not jumped across.
     step_bound = jnp.where(sqrt_prec[free] > 0, 1.0 / jnp.where(sqrt_prec[free] > 0, sqrt_prec[free], 1.0), 1.0)
     r0, jac0 = linearize(phi0)
-    state = {"phi": phi0, "r": r0, "jac": jac0, "lam": jnp.asarray(1e-3), "nu": jnp.asarray(2.0), "steps": jnp.asarray(0), "done": jnp.asarray(False)}
+    state = {"phi": phi0, "r": r0, "jac": jac0, "lam": jnp.asarray(1.0), "nu": jnp.asarray(2.0), "steps": jnp.asarray(0), "done": jnp.asarray(False)}
     state = jax.lax.while_loop(cond, body, state)
     return full(state["phi"]), state["steps"], state["done"]
 
