@@ -11,11 +11,8 @@ the thumb on a uniform Cartesian test set) against the truth.
 from __future__ import annotations
 
 import json
-import time
-from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +26,7 @@ from robocal.analysis.task_error import task_errors
 from robocal.calibration import calibrate
 from robocal.kinematics.model import RobotModel
 from robocal.problem import Problem, load_problem
+from robocal.report.console import step
 from robocal.report.html import figure_html, table_html, write_page
 from robocal.results import write_results
 from robocal.simulation.contact import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, SIGMA, dlr_hand_pairs, perturbed_dlr_hand, simulate_contacts, write_contact_csv
@@ -43,14 +41,6 @@ MODELS = {
     "full_dh": (DLR_PARAMETERS, {"translation": TRANSLATION, "rotation": ROTATION}),
 }
 TIPS = ("thumb_tip", "fore_tip", "middle_tip", "ring_tip")
-
-
-@contextmanager
-def _step(console: Console, text: str) -> Iterator[None]:
-    started = time.perf_counter()
-    with console.status(text + " ..."):
-        yield
-    console.print(f"[green]✓[/] {text} ({time.perf_counter() - started:.1f} s)")
 
 
 def _write_problem(out_dir: Path, model: str) -> Path:
@@ -85,23 +75,23 @@ def run_demo(out_dir: Path, console: Console) -> dict:
     tree, geometry, truth, theta_true = perturbed_dlr_hand(TRANSLATION, ROTATION, SEED)
     console.print(f"DLR-Hand II, true hand: {len(theta_true)} DH parameters perturbed by up to 5 mm / 5 deg (seed {SEED})")
 
-    with _step(console, f"simulating contact search: {N_PER_PAIR} training + {N_HELDOUT_PER_PAIR} held-out contacts per finger pair"):
+    with step(console, f"simulating contact search: {N_PER_PAIR} training + {N_HELDOUT_PER_PAIR} held-out contacts per finger pair"):
         for file, n, seed in (("contacts.csv", N_PER_PAIR, SEED + 1), ("heldout.csv", N_HELDOUT_PER_PAIR, SEED + 2)):
             sim = simulate_contacts(truth, truth.nominal, truth, theta_true, geometry, dlr_hand_pairs(), n, seed)
             write_contact_csv(out_dir / file, tree, sim)
-    with _step(console, f"sampling the uniform Cartesian test set ({N_TEST} configurations)"):
+    with step(console, f"sampling the uniform Cartesian test set ({N_TEST} configurations)"):
         q_test = uniform_cartesian_test_set(truth, truth.nominal, list(TIPS), N_TEST, seed=SEED + 3)
 
     fits: dict[str, tuple[Problem, np.ndarray]] = {}
     for model in MODELS:
-        with _step(console, f"calibrating {model}"):
+        with step(console, f"calibrating {model}"):
             problem = load_problem(_write_problem(out_dir, model))
             cal = calibrate(problem)
             write_results(cal, out_dir / model)
         fits[model] = (problem, cal.estimate)
     fits = {"nominal": (fits["full_dh"][0], fits["full_dh"][0].theta0), **fits}
 
-    with _step(console, "scoring against the true hand"):
+    with step(console, "scoring against the true hand"):
         held_out, _ = fits["nominal"][0].measurements[0].load(out_dir / "heldout.csv")
         signed, table = {}, []
         for model, (problem, theta) in fits.items():
@@ -112,7 +102,7 @@ def run_demo(out_dir: Path, console: Console) -> dict:
     _print_table(console, table)
     report = {"seed": SEED, "contacts": {"training": 6 * N_PER_PAIR, "held_out": 6 * N_HELDOUT_PER_PAIR}, "test_set": N_TEST, "unit": "m", "table": table}
     (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    with _step(console, "writing report.html"):
+    with step(console, "writing report.html"):
         _write_html(out_dir / "report.html", table, signed, held_out, fits, truth, theta_true)
     console.print(f"wrote {out_dir / 'report.json'}, {out_dir / 'report.html'}; calibration results in {out_dir}/joint_offsets and {out_dir}/full_dh")
     return report

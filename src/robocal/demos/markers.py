@@ -10,11 +10,8 @@ and on 200 held-out ones, for the nominal and for the calibrated model.
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import yaml
@@ -27,6 +24,7 @@ from robocal.kinematics.model import RobotModel
 from robocal.problem import load_problem
 from robocal.problem.build import joint_modes
 from robocal.problem.schema import ParametersConfig
+from robocal.report.console import step
 from robocal.results import write_results
 from robocal.simulation.markers import MarkerBody, simulate_markers
 from robocal.simulation.perturb import perturb_parameters
@@ -41,15 +39,6 @@ PARAMETERS = {"joints": {"*_q?": "dh"}}  # the 16 finger joints <finger>_q1..q4
 # against each other and against the thetas); the prior keeps those combinations near nominal and
 # barely moves the identifiable ones, on which the data carry far more information.
 PRIORS = {"translation": 0.005, "rotation": float(np.deg2rad(5.0))}
-
-
-@contextmanager
-def _step(console: Console, text: str) -> Iterator[None]:
-    """A spinner while the step runs, then a line with its duration."""
-    started = time.perf_counter()
-    with console.status(text + " ..."):
-        yield
-    console.print(f"[green]✓[/] {text} ({time.perf_counter() - started:.1f} s)")
 
 
 def _problem(robot_file: str, data_file: str, bodies: list[MarkerBody]) -> dict:
@@ -77,17 +66,17 @@ def run_demo(out_dir: Path, console: Console) -> None:
     q_heldout = sample_configurations(tree, N_HELDOUT, seed=SEED + 2)
     console.print(f"DLR-Hand II: {len(theta_true)} DH parameters perturbed by up to 5 mm / 5 deg (seed {SEED}); marker noise {SIGMA * 1e3:g} mm")
 
-    with _step(console, f"simulating fingertip markers ({N_TRAIN} training, {N_HELDOUT} held-out configurations)"):
+    with step(console, f"simulating fingertip markers ({N_TRAIN} training, {N_HELDOUT} held-out configurations)"):
         simulate_markers(out_dir / "train.csv", truth, theta_true, q_train, bodies, sigma=SIGMA, seed=SEED + 3)
         simulate_markers(out_dir / "heldout.csv", truth, theta_true, q_heldout, bodies, sigma=SIGMA, seed=SEED + 4)
         problem_file = out_dir / "problem.yaml"
         problem_file.write_text(yaml.safe_dump(_problem(robot_file.name, "train.csv", bodies), sort_keys=False))
-    with _step(console, "calibrating"):
+    with step(console, "calibrating"):
         problem = load_problem(problem_file)
         cal = calibrate(problem)
-    with _step(console, "writing results"):
+    with step(console, "writing results"):
         files = write_results(cal, out_dir / "result")
-    with _step(console, "evaluating against the true hand"):
+    with step(console, "evaluating against the true hand"):
         robot, estimate, tips = problem.robot, cal.estimate[problem.layout.blocks["robot"]], tree.end_effectors
         errors = {
             name: tuple(position_errors(robot, theta, truth, theta_true, q, tips) for theta in (robot.nominal, estimate))

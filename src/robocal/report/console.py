@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -22,3 +26,12 @@ def print_summary(cal: Calibration, console: Console) -> None:
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
         f"identifiable {ident.rank} of {ident.n_parameters} parameters; {len(s.rejections)} rows rejected"
     )
+
+
+@contextmanager
+def step(console: Console, text: str) -> Iterator[None]:
+    """A spinner while a step of a long command runs, then a line with its duration."""
+    started = time.perf_counter()
+    with console.status(text + " ..."):
+        yield
+    console.print(f"[green]✓[/] {text} ({time.perf_counter() - started:.1f} s)")
