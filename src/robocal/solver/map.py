@@ -71,12 +71,13 @@ def _flat(problem: MapProblem, theta, masks, huber):
 def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
     """Levenberg-Marquardt over the free entries of theta (indices `free`); the others stay at theta0.
 
-    Marquardt's scaled damping (J^T J + lam diag(J^T J)) with Nielsen's update of lam, each step
-    scaled down to at most one prior sigma per parameter; the
-    Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a custom JVP rule)
-    is used as is, and it is recomputed only after an accepted step. The damped normal equations
-    are solved by Cholesky (lineax). Converged when a step changes no free parameter by more than
-    tol * (1 + |theta|) and is accepted, or no smaller step can lower the cost any more.
+    Marquardt's scaled damping (J^T J + lam diag(J^T J)), starting at lam = 1 (cautious first
+    steps), with Nielsen's update of lam; each step is scaled down to at most one prior sigma per
+    parameter. The Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a
+    custom JVP rule) is used as is, and it is recomputed only after an accepted step. The damped
+    normal equations are solved by Cholesky (lineax). Converged when a step changes no free
+    parameter by more than tol * (1 + |theta|) and is accepted, or no smaller step can lower the
+    cost any more.
     """
     problem = MapProblem(problem_rows, data, mean, sqrt_prec)
     full = lambda phi: theta0.at[free].set(phi)
