@@ -79,12 +79,15 @@ class Calibration:
         }
 
 
+def measurement_errors(measurement, data, theta) -> np.ndarray:
+    """Unwhitened errors (n, m) in SI units of one measurement on `data` at `theta` (jitted)."""
+    return np.asarray(jax.jit(measurement.errors)(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+
+
 def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray, keep: np.ndarray | None = None) -> dict:
     """Error summary of one measurement on `data` for two parameter vectors (rows in `keep` only).
     `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows."""
-    data = jax.tree.map(jnp.asarray, data)
-    errors = lambda theta: np.asarray(jax.jit(measurement.errors)(jnp.asarray(theta), data))
-    e_before, e_after = errors(before), errors(after)
+    e_before, e_after = measurement_errors(measurement, data, before), measurement_errors(measurement, data, after)
     keep = np.ones(len(e_before), bool) if keep is None else keep
     e_before, e_after = e_before[keep], e_after[keep]
     return {

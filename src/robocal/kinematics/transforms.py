@@ -99,10 +99,6 @@ def dh_standard(d, theta, a, alpha):
     return rz @ tz @ tx @ rx
 
 
-def inverse(t):
-    r = t[:3, :3]
-    return homogeneous(r.T, -r.T @ t[:3, 3])
-
 
 # ---- NumPy helpers for I/O (not differentiated) ---------------------------------------------
 

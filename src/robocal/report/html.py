@@ -12,13 +12,11 @@ import io
 from html import escape
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from robocal.calibration import Calibration, summarize
+from robocal.calibration import Calibration, measurement_errors
 
 # SI unit -> (factor, display unit)
 DISPLAY = {"m": (1e3, "mm"), "rad": (1e3, "mrad")}
@@ -81,17 +79,17 @@ def figure_html(fig: Figure, alt: str) -> str:
 
 def _errors(measurement, theta) -> np.ndarray:
     """Per-sample errors in mm, (n, m)."""
-    data = jax.tree.map(jnp.asarray, measurement.data)
-    e = np.asarray(measurement.errors(jnp.asarray(theta), data), dtype=float) * 1e3
+    e = measurement_errors(measurement, measurement.data, theta) * 1e3
     return e.reshape(e.shape[0], -1)
 
 
 def _measurement_section(cal: Calibration, index: int) -> str:
     m = cal.problem.measurements[index]
     before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
-    stats = summarize(before), summarize(after)
-    rows = [[stat, stats[0][stat], stats[1][stat]] for stat in ("rms", "mean", "max")]
-    table = table_html(["statistic", "before (mm)", "after (mm)"], rows, f"{m.name} ({m.type_name}, {m.error_label}, {before.size} values)")
+    metrics = cal.metrics()[index]  # the figures of report.json: rejected rows left out
+    rows = [[stat, 1e3 * metrics["before"][stat], 1e3 * metrics["after"][stat]] for stat in ("rms", "mean", "max")]
+    caption = f"{m.name} ({m.type_name}, {m.error_label}, {metrics['n']} values, {metrics['rejected']} rows rejected)"
+    table = table_html(["statistic", "before (mm)", "after (mm)"], rows, caption)
 
     per_row = "" if before.shape[1] == 1 else f" (mean of its {before.shape[1]} values)"
     fig = Figure(figsize=(10, 3.4))

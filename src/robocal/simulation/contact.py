@@ -664,20 +664,6 @@ def simulate_contacts(
     )
 
 
-def lever_arms(model: RobotModel, theta, geometry: dict[str, tuple[LinkShape, ...]], sim: ContactSimulation) -> np.ndarray:
-    """(n,) ||J^T n|| (m) of each row's static chain at the recorded q: torque change per newton
-    of contact force, the lever arm of the torque detection."""
-    tree = model.tree
-    scene = _scene(tree, geometry)
-    lever = jax.jit(lambda q, p, mask: _torque_change(model, scene, jnp.asarray(theta, dtype=float), q, p, mask, 1.0)[1])
-    out = []
-    for q, (moving, static) in zip(sim.q, sim.pairs):
-        mask = np.zeros(len(tree.actuated))
-        mask[[tree.actuated.index(n) for n in tree.actuated_for([static])]] = 1.0
-        out.append(float(lever(jnp.asarray(q), scene.index(moving, static), jnp.asarray(mask))))
-    return np.array(out)
-
-
 # ---- files -----------------------------------------------------------------------------------
 
 
