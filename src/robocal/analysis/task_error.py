@@ -14,8 +14,11 @@ as long as the joints that move the tips have the same names.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from robocal.errors import RobocalError
@@ -63,3 +66,16 @@ def task_errors(
     predicted = task_vectors(batch_link_poses(model, theta, q, links), len(others))
     true = task_vectors(batch_link_poses(truth, theta_true, joint_columns(q, model.tree, truth.tree, links), links), len(others))
     return np.linalg.norm(predicted - true, axis=-1)
+
+
+@partial(jax.jit, static_argnames=("robot", "links"))
+def _task_jacobians(theta, q, robot: RobotModel, links: tuple[str, ...]):
+    task = lambda th, qi: task_vectors(robot.link_poses(th, qi, links)[None], len(links) - 1)[0]
+    return jax.vmap(jax.jacfwd(task), in_axes=(None, 0))(theta, q)
+
+
+def task_jacobians(model: RobotModel, theta: np.ndarray, q: np.ndarray, reference: str, tips: Sequence[str]) -> np.ndarray:
+    """(n, F, 3, len(theta)): derivative of each task vector t_f(q_i) (tips f != reference) with
+    respect to the model's parameters, in m per parameter unit."""
+    links = (reference, *(tip for tip in dict.fromkeys(tips) if tip != reference))
+    return np.asarray(_task_jacobians(jnp.asarray(theta, dtype=float), jnp.asarray(q, dtype=float), model, links))
