@@ -71,6 +71,50 @@ def evaluate(
     print(json.dumps(report, indent=2))
 
 
+@app.command()
+def analyze(
+    problem: Annotated[Path, typer.Argument(help="problem YAML")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the analysis as JSON")] = False,
+    result: Annotated[Optional[Path], typer.Option("--result", help="output folder of `robocal calibrate`: analyze at its calibrated parameters (default: nominal)")] = None,
+    measurement: Annotated[Optional[list[str]], typer.Option("--measurement", help="use only these measurements (repeatable; default: all)")] = None,
+    links: Annotated[Optional[list[str]], typer.Option("--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes")] = None,
+    kernel_of: Annotated[Optional[str], typer.Option("--kernel-of", help="with --within: test kernel(this measurement) in kernel(that one)")] = None,
+    within: Annotated[Optional[str], typer.Option("--within", help="see --kernel-of")] = None,
+    threshold: Annotated[float, typer.Option("--threshold", min=0.0, help="identifiable: eigenvalue of the unweighted J^T J (SI units) above this")] = 1e-6,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="write the ordered eigenvalue spectra (every measurement and mode) to this image file")] = None,
+) -> None:
+    """Identifiability: rank and kernel of J^T J by parameter name, kernel inclusion between two
+    measurements, Schroer-scaled condition number and observability indices O1-O5. With one mode
+    --json prints {n_parameters, rank, threshold, eigenvalues, kernel, ...}; with several,
+    {"modes": [...]}."""
+    from robocal.analysis.identifiability import SpectrumSeries, plot_spectra
+    from robocal.analysis.sensitivity import analyze as run, print_modes
+
+    modes = [[link.strip() for link in value.split(",") if link.strip()] for value in links or ()] or [None]
+    if any(mode == [] for mode in modes):
+        raise RobocalError("--links: give at least one link name")
+    with err.status("computing the Jacobian"):
+        if result is not None:
+            from robocal.evaluation import load_stored
+
+            loaded, _, theta = load_stored(problem, result)
+        else:
+            from robocal.problem import load_problem
+
+            loaded, theta = load_problem(problem), None
+        analyses = run(loaded, theta, modes, measurements=measurement, kernel_of=kernel_of, within=within, threshold=threshold)
+    if plot is not None:
+        series = [SpectrumSeries(r.name, mode.label, r.identifiability.eigenvalues) for mode in analyses for r in mode.measurements]
+        plot_spectra(series, plot, threshold, title=f"{problem.name}: ordered eigenvalues of $J^T J$")
+    if as_json:
+        dicts = [a.to_dict() for a in analyses]
+        print(json.dumps(dicts[0] if len(dicts) == 1 else {"modes": dicts}, indent=2))
+        return
+    print_modes(analyses, out, f"the parameters of {result}" if result is not None else "nominal parameters")
+    if plot is not None:
+        out.print(f"wrote {plot}", markup=False, highlight=False)
+
+
 class DemoKind(str, Enum):
     contact = "contact"
     markers = "markers"

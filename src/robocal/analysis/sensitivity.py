@@ -1,0 +1,256 @@
+"""Sensitivity analysis of a calibration problem (`robocal analyze`): what its measurements can
+identify, mode by mode, at the nominal (or given) parameters.
+
+The unweighted Jacobian of every residual row (SI units, `robocal.calibration.unweighted_jacobian`)
+is split by measurement. A *mode* is a set of links, e.g. two fingertips (a single pair), three,
+or all of them; without links the mode is the whole problem. In a mode:
+
+- rows: only those of measurements on the mode's links. A link belongs to the mode when every
+  joint between it and the root also lies between the root and one of the mode's links (so the
+  phalanges of a finger belong with its tip). A `contact` row is kept when both its bodies
+  belong; a `task` measurement keeps the vectors between the tips that belong, re-referenced to
+  its reference tip if that belongs, else to the first one that does (rows p_l - p_r become
+  p_l - p_b = (p_l - p_r) - (p_b - p_r), a linear map of its rows), and has no rows with fewer
+  than two; any other measurement is kept whole when all its links belong, else dropped;
+- parameters (columns): the robot parameters that move the mode's links
+  (`RobotModel.parameters_affecting`), and the non-robot parameters (frames, marker offsets) that
+  change some kept row. Without links every robot parameter is kept.
+
+For the kept measurements together, and for each alone, the rank and kernel of J^T J
+(`robocal.analysis.identifiability`), the Schroer-scaled condition number and the observability
+indices O1-O5 (`robocal.analysis.observability`) over the identifiable directions; optionally the
+inclusion kernel(A) in kernel(B) of two measurements (e.g. contact in task: the contact data can
+then identify everything that matters for the task).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from robocal.analysis.identifiability import DEFAULT_INCLUSION_TOLERANCE, DEFAULT_THRESHOLD, Identifiability, Inclusion, identifiability, kernel_inclusion
+from robocal.analysis.observability import observability
+from robocal.errors import RobocalError
+from robocal.measurements.base import Measurement
+from robocal.problem import Problem
+
+
+@dataclass(frozen=True)
+class MeasurementRows:
+    """A measurement's Jacobian rows in a mode, over all of the problem's parameters."""
+
+    measurement: Measurement
+    jacobian: np.ndarray  # (rows, n_parameters of the problem)
+    points: list[np.ndarray]  # row indices of each measured point (Schroer scaling)
+
+
+def measurement_jacobians(problem: Problem, theta: np.ndarray | None = None) -> list[np.ndarray]:
+    """Unweighted Jacobian (n_m * k_m, P) of each measurement's rows at theta (default nominal);
+    row i * k_m + c is column c of data row i."""
+    from robocal.calibration import unweighted_jacobian
+
+    theta = problem.theta0 if theta is None else np.asarray(theta, dtype=float)
+    jac = unweighted_jacobian(problem, theta)
+    sizes = [m.n * len(m.row_sigmas()) for m in problem.measurements]
+    return np.split(jac, np.cumsum(sizes)[:-1])
+
+
+def _groups(n: int, k: int, size: int) -> list[np.ndarray]:
+    """Row indices of consecutive `size`-row points in n blocks of k rows (the first k - k % size of each)."""
+    return [i * k + np.arange(c, c + size) for i in range(n) for c in range(0, k - k % size, size)]
+
+
+def mode_rows(measurement: Measurement, jacobian: np.ndarray, belongs) -> MeasurementRows:
+    """The rows of one measurement in a mode (module docstring); `belongs(link)` tells the mode's links."""
+    m, n = measurement, measurement.n
+    k, p = len(m.row_sigmas()), jacobian.shape[1]
+    blocks = jacobian.reshape(n, k, p)
+    if m.type_name == "contact":
+        keep = np.array([all(belongs(link) for link in m.pairs[int(i)]) for i in np.asarray(m.data["pair"])], bool)
+        return MeasurementRows(m, blocks[keep, 0], _groups(int(keep.sum()), 1, 1))
+    if m.type_name == "task":
+        tips = [m.config.reference, *m.config.links]
+        inside = [i for i, tip in enumerate(tips) if belongs(tip)]
+        if len(inside) < 2:
+            return MeasurementRows(m, np.zeros((0, p)), [])
+        relative = np.concatenate([np.zeros((n, 3, p)), blocks], axis=1).reshape(n, len(tips), 3, p)  # tip i minus the reference
+        rows = (relative[:, inside[1:]] - relative[:, inside[:1]]).reshape(-1, p)
+        return MeasurementRows(m, rows, _groups(n, 3 * (len(inside) - 1), 3))
+    if not all(belongs(link) for link in m.links()):
+        return MeasurementRows(m, np.zeros((0, p)), [])
+    size = 3 if m.type_name == "markers" else 1  # marker points; their orientation rows (rad) are no point
+    k_points = 3 * len(m.config.points) if m.type_name == "markers" else k
+    return MeasurementRows(m, blocks.reshape(-1, p), [g for g in _groups(n, k, size) if g[-1] % k < k_points])
+
+
+@dataclass(frozen=True)
+class Result:
+    """Identifiability and quality of one set of rows."""
+
+    name: str
+    type: str
+    rows: int
+    identifiability: Identifiability
+    quality: dict  # scaled_condition_number, observability (O1..O5)
+
+    def to_dict(self) -> dict:
+        kappa = self.quality["scaled_condition_number"]
+        quality = {**self.quality, "scaled_condition_number": kappa if np.isfinite(kappa) else None}  # JSON has no inf
+        return {"name": self.name, "type": self.type, "rows": self.rows, **self.identifiability.to_dict(), **quality}
+
+
+def _result(name: str, kind: str, jacobian: np.ndarray, points: list[np.ndarray], names: list[str], threshold: float) -> Result:
+    ident = identifiability(jacobian, names, threshold)
+    return Result(name, kind, len(jacobian), ident, observability(jacobian, points, ident.rank))
+
+
+@dataclass(frozen=True)
+class ModeAnalysis:
+    links: tuple[str, ...] | None  # None: the whole problem
+    parameters: list[str]
+    combined: Result  # all kept measurements together
+    measurements: list[Result]
+    inclusion: dict | None = field(default=None)
+
+    @property
+    def label(self) -> str:
+        return "+".join(self.links) if self.links else "all"
+
+    def to_dict(self) -> dict:
+        """The combined result's fields at the top (n_parameters, rank, threshold, eigenvalues,
+        kernel, scaled_condition_number, observability), then the mode, parameter names, each
+        measurement's result and the inclusion test."""
+        top = self.combined.to_dict()
+        for key in ("name", "type"):
+            top.pop(key)
+        return {**top, "links": list(self.links) if self.links else None, "parameters": self.parameters, "measurements": [r.to_dict() for r in self.measurements], "inclusion": self.inclusion}
+
+
+def check_options(problem: Problem, links, measurements, kernel_of, within) -> list[str]:
+    """The measurement names to analyze; RobocalError on unknown names or links."""
+    names = [m.name for m in problem.measurements]
+    chosen = list(measurements) if measurements else names
+    for name in [*chosen, *(n for n in (kernel_of, within) if n is not None)]:
+        if name not in names:
+            raise RobocalError(f"{problem.path}: no measurement named '{name}' (have {', '.join(names)})")
+    if (kernel_of is None) != (within is None):
+        raise RobocalError("the kernel inclusion test needs both --kernel-of and --within")
+    for name in (kernel_of, within):
+        if name is not None and name not in chosen:
+            raise RobocalError(f"--kernel-of / --within: '{name}' is not among the analyzed measurements ({', '.join(chosen)})")
+    for link in links or ():
+        if not problem.tree.has_link(link):
+            raise RobocalError(f"--links: '{link}' is not a link of {problem.tree.source or problem.tree.name}")
+    return chosen
+
+
+def analyze_mode(
+    problem: Problem,
+    jacobians: Sequence[np.ndarray],
+    links: Sequence[str] | None = None,
+    measurements: Sequence[str] | None = None,
+    kernel_of: str | None = None,
+    within: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    tolerance: float = DEFAULT_INCLUSION_TOLERANCE,
+) -> ModeAnalysis:
+    """One mode of `robocal analyze` (module docstring). `jacobians`: `measurement_jacobians(problem)`;
+    `measurements`: names to use (default all); `kernel_of`/`within`: the inclusion test
+    kernel(kernel_of) in kernel(within), both measurement names."""
+    names = [m.name for m in problem.measurements]
+    chosen = check_options(problem, links, measurements, kernel_of, within)
+    tree, robot_block = problem.tree, problem.layout.blocks["robot"]
+    if links:
+        joints = {j for link in links for j in tree.chain(link)}
+        belongs = lambda link: set(tree.chain(link)) <= joints  # noqa: E731
+        robot_columns = robot_block.start + problem.robot.parameters_affecting(links)
+    else:
+        belongs = lambda link: True  # noqa: E731
+        robot_columns = np.arange(robot_block.start, robot_block.stop)
+    kept = [mode_rows(m, jacobians[names.index(m.name)], belongs) for m in problem.measurements if m.name in chosen]
+    kept = [r for r in kept if len(r.jacobian)]
+    where = f"links {', '.join(links)}" if links else "the problem"
+    if not kept:
+        raise RobocalError(f"{problem.path}: no rows of {', '.join(chosen)} on {where}")
+    for name in (kernel_of, within):
+        if name is not None and name not in [r.measurement.name for r in kept]:
+            raise RobocalError(f"{problem.path}: measurement '{name}' has no rows on {where}")
+    stacked = np.concatenate([r.jacobian for r in kept])
+    others = np.setdiff1d(np.flatnonzero(np.any(stacked != 0, axis=0)), np.arange(robot_block.start, robot_block.stop))
+    columns = np.union1d(robot_columns, others).astype(int)
+    parameters = [problem.layout.names[i] for i in columns]
+
+    offsets = np.cumsum([0] + [len(r.jacobian) for r in kept])
+    points = [g + offset for r, offset in zip(kept, offsets) for g in r.points]
+    combined = _result("all", "combined", stacked[:, columns], points, parameters, threshold)
+    results = [_result(r.measurement.name, r.measurement.type_name, r.jacobian[:, columns], r.points, parameters, threshold) for r in kept]
+    inclusion = None
+    if kernel_of is not None:
+        by_name = {r.name: r for r in results}
+        test: Inclusion = kernel_inclusion(by_name[kernel_of].identifiability, by_name[within].identifiability, tolerance)
+        inclusion = {"kernel_of": kernel_of, "within": within, **test.to_dict()}
+    return ModeAnalysis(tuple(links) if links else None, parameters, combined, results, inclusion)
+
+
+def analyze(
+    problem: Problem,
+    theta: np.ndarray | None = None,
+    modes: Sequence[Sequence[str] | None] = (None,),
+    measurements: Sequence[str] | None = None,
+    kernel_of: str | None = None,
+    within: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    tolerance: float = DEFAULT_INCLUSION_TOLERANCE,
+) -> list[ModeAnalysis]:
+    """`analyze_mode` for each mode (a list of links, or None for the whole problem) on one
+    Jacobian at theta (default nominal); the options are checked before it is computed."""
+    for links in modes:
+        check_options(problem, links, measurements, kernel_of, within)
+    jacobians = measurement_jacobians(problem, theta)
+    return [analyze_mode(problem, jacobians, links, measurements, kernel_of, within, threshold, tolerance) for links in modes]
+
+
+def print_modes(modes: Sequence[ModeAnalysis], console, where: str = "nominal parameters") -> None:
+    """Human summary: per mode a table (rank, kernel size, eigenvalues about the threshold,
+    scaled condition number, O1..O5), the kernel directions and the inclusion verdict."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    for mode in modes:
+        threshold = mode.combined.identifiability.threshold
+        results = mode.measurements + ([mode.combined] if len(mode.measurements) > 1 else [])
+        ranks = Table(title=f"{escape(mode.label)}: {len(mode.parameters)} parameters at {where}; identifiable: eigenvalue of J^T J (SI) > {threshold:g}")
+        for column in ("measurement", "rows", "identifiable", "kernel", "smallest kept", "largest dropped"):
+            ranks.add_column(column, justify="left" if column == "measurement" else "right")
+        quality = Table(title="Schroer-scaled condition number and observability indices over the identifiable directions")
+        for column in ("measurement", "kappa", "O1", "O2", "O3", "O4", "O5"):
+            quality.add_column(column, justify="left" if column == "measurement" else "right")
+        for r in results:
+            ident, q = r.identifiability, r.quality
+            w = ident.eigenvalues
+            kept = f"{w[ident.rank - 1]:.2e}" if ident.rank else "-"
+            dropped = f"{w[ident.rank]:.2e}" if ident.rank < len(w) else "-"
+            ranks.add_row(escape(r.name), str(r.rows), f"{ident.rank} of {ident.n_parameters}", str(ident.n_parameters - ident.rank), kept, dropped)
+            quality.add_row(escape(r.name), f"{q['scaled_condition_number']:.4g}", *(f"{q['observability'][f'O{k}']:.3g}" for k in range(1, 6)))
+        console.print(ranks)
+        console.print(quality)
+        for r in results:
+            if r.identifiability.kernel:
+                console.print(f"kernel of {escape(r.name)} ({len(r.identifiability.kernel)} directions):", highlight=False)
+                for k, direction in enumerate(r.identifiability.kernel, 1):
+                    console.print(f"  {k}: " + ", ".join(f"{escape(name)} {weight:+.3f}" for name, weight in direction.items()), highlight=False)
+        if mode.inclusion:
+            inc = mode.inclusion
+            verdict = "holds" if inc["holds"] else "does not hold"
+            meaning = (
+                f"every direction {inc['kernel_of']} cannot identify leaves {inc['within']} unchanged"
+                if inc["holds"]
+                else f"{inc['kernel_of']} leaves directions unidentified that change {inc['within']}"
+            )
+            console.print(
+                f"kernel({escape(inc['kernel_of'])}) in kernel({escape(inc['within'])}): {verdict} ({escape(meaning)}); dimensions {inc['dim_a']} and {inc['dim_b']}, "
+                f"largest principal angle {inc['largest_angle_deg']:.3g} deg (residual {inc['residual']:.2e}, tolerance {inc['tolerance']:g})",
+                highlight=False,
+            )
