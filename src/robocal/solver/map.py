@@ -127,6 +127,25 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     return full(state["phi"]), state["steps"], state["done"]
 
 
+@partial(jax.jit, static_argnames=("problem_rows", "max_steps", "tol"))
+def _lm_many(theta0, free, data, mean, sqrt_prec, masks, problem_rows, max_steps, tol):
+    one = lambda m: _lm(theta0, free, data, mean, sqrt_prec, m, problem_rows=problem_rows, huber=None, max_steps=max_steps, tol=tol)
+    return jax.vmap(one)(masks)
+
+
+def solve_many(problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 200, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """MAP estimates for a batch of row selections of one problem, in one vectorized call (e.g.
+    one calibration per design and set size): masks[k] (B, n_k) selects the rows of measurement k
+    for each of the B solves. Returns (B, p) estimates and a (B,) converged flag; plain least
+    squares (no robust loss, no rejection), started from theta0."""
+    free = jnp.arange(len(theta0))
+    theta, _, done = _lm_many(
+        jnp.asarray(theta0, dtype=float), free, problem.data, problem.prior_mean, problem.prior_sqrt_precision,
+        [jnp.asarray(m, dtype=float) for m in masks], problem_rows=problem.rows, max_steps=int(max_iterations), tol=float(tolerance),
+    )
+    return np.asarray(theta), np.asarray(done)
+
+
 @partial(jax.jit, static_argnames=("problem_rows",))
 def _rows_and_jacobian(theta, data, problem_rows):
     """Whitened measurement rows per block and the Jacobian of all of them stacked (no prior)."""
