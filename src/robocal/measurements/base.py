@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -113,3 +114,21 @@ class Measurement(ABC):
     @staticmethod
     def read(path: Path) -> Table:
         return read_table(path)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def rows_on_own_parameters(measurement, theta, data):
+    """`measurement.own_rows(theta, data)`, differentiated only with respect to
+    `measurement.own_parameters()`: the entries of theta its rows can depend on (e.g. the 16 of a
+    hand's 64 DH parameters that move one finger). Under the solver's `jacfwd` the Jacobian is
+    pushed through that many tangents instead of one per parameter of the whole problem."""
+    return measurement.own_rows(theta, data)
+
+
+@rows_on_own_parameters.defjvp
+def _rows_on_own_parameters_jvp(measurement, primals, tangents):
+    theta, data = primals
+    idx = jnp.asarray(measurement.own_parameters())
+    rows = measurement.own_rows(theta, data)
+    jac = jax.jacfwd(lambda sub: measurement.own_rows(theta.at[idx].set(sub), data))(theta[idx])
+    return rows, jac @ tangents[0][idx]

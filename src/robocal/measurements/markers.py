@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field, PositiveFloat
 
 from robocal.kinematics import transforms as tf
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
+from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters
 from robocal.parameters import Parameter
 from robocal.frames import kabsch
 from robocal.validation import Strict
@@ -112,7 +112,21 @@ class MarkerMeasurement(Measurement):
         points = jnp.einsum("nij,mj->nmi", world_body[:, :3, :3], self.offsets(theta)) + world_body[:, None, :3, 3]
         return points, world_body[:, :3, :3]
 
+    def own_parameters(self) -> np.ndarray:
+        """Indices of theta the rows depend on: the robot parameters that move the link, the
+        frames' parameters and the point offsets."""
+        ctx, blocks = self.ctx, [self.block]
+        for name in (self.config.frame, self.config.orientation and self.config.orientation.body):
+            if name is not None:
+                blocks.append(ctx.frames[name].block)
+        own = [ctx.robot_block.start + ctx.robot.parameters_affecting(self.links())]
+        own += [np.arange(b.start, b.stop) for b in blocks if b is not None]
+        return np.concatenate(own).astype(int)
+
     def rows(self, theta, data):
+        return rows_on_own_parameters(self, theta, data)
+
+    def own_rows(self, theta, data):
         points, rotations = self.predict(theta, data)
         n = points.shape[0]
         rows = ((points - data["points"]) / self.config.sigma).reshape(n, -1)
