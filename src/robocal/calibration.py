@@ -8,6 +8,7 @@ and is the `before` of every report. The MAP fit starts from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import jax
@@ -15,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from robocal.analysis.identifiability import Identifiability, identifiability
+from robocal.analysis.task_uncertainty import Task, predicted_task_error
 from robocal.problem import Problem
 from robocal.solver import Solution, solve
 from robocal.solver.map import rows_and_jacobian
@@ -61,6 +63,16 @@ class Calibration:
             )
         return out
 
+    @cached_property
+    def task_prediction(self) -> dict | None:
+        """The task-space error the posterior covariance predicts (problem file's `task:`), m."""
+        cfg = self.problem.config.task
+        if cfg is None:
+            return None
+        task = Task.default(self.problem, cfg.reference, cfg.tips, n=cfg.n, seed=cfg.seed)
+        predicted = predicted_task_error(task.jacobians(self.problem, self.estimate), self.solution.covariance)
+        return {"reference": task.reference, "tips": list(task.tips), "n": task.n, "seed": task.seed, "unit": "m", "predicted": predicted}
+
     def report(self) -> dict:
         s = self.solution
         return {
@@ -76,6 +88,7 @@ class Calibration:
                 "unidentifiable_fixed": list(self.problem.unidentifiable),
             },
             "rejected": self.rejected(),
+            "task": self.task_prediction,
         }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -129,6 +130,108 @@ def demo(
     from importlib import import_module
 
     import_module(f"robocal.demos.{kind.value}").run_demo(out_dir, out)
+
+
+class Strategy(str, Enum):
+    greedy = "greedy"
+    detmax = "detmax"
+    random = "random"
+
+
+@app.command()
+def design(
+    problem: Annotated[Path, typer.Argument(help="problem YAML whose measurement rows are the candidate samples")],
+    n: Annotated[int, typer.Option("--n", min=1, help="samples to choose")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/design"),
+    strategy: Annotated[Strategy, typer.Option("--strategy", help="greedy; detmax: DETMAX exchanges from the greedy design; random: the baseline")] = Strategy.detmax,
+    result: Annotated[Optional[Path], typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")] = None,
+    reference: Annotated[Optional[str], typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")] = None,
+    tips: Annotated[Optional[list[str]], typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    n_test: Annotated[int, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the test set and of the random strategy")] = 0,
+) -> None:
+    """Task D-optimal choice of calibration samples: writes selection.json and, per measurement,
+    its data file reduced to the chosen rows."""
+    import numpy as np
+
+    from robocal.analysis.task_uncertainty import Task
+    from robocal.design import choose, design_criterion, write_selection
+    from robocal.evaluation import load_stored
+    from robocal.problem import load_problem
+
+    with err.status("loading problem"):
+        if result is None:
+            loaded = load_problem(problem)
+            theta = loaded.theta0
+        else:
+            loaded, _, theta = load_stored(problem, result)
+    tip_list = [t.strip() for value in tips or () for t in value.split(",") if t.strip()] or None
+    task = Task.default(loaded, reference, tip_list, n=n_test, seed=seed)
+    with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({n_test} test configurations)"):
+        criterion = design_criterion(loaded, np.asarray(theta), task)
+    if n > criterion.n_candidates:
+        raise RobocalError(f"--n {n}: the problem has only {criterion.n_candidates} candidate samples")
+    with err.status(f"{strategy.value}: choosing {n} of {criterion.n_candidates}"):
+        chosen = choose(criterion, n, strategy.value, seed)
+        baseline = criterion.random(n, seed)
+    files = write_selection(loaded, chosen, out_dir)
+    out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {n_test} test configurations")
+    out.print(f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)")
+    out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
+
+
+def _csv_list(value: str, cast=str) -> tuple:
+    try:
+        return tuple(cast(v.strip()) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise RobocalError(f"'{value}': expected a comma-separated list") from None
+
+
+@app.command()
+def study(
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/study"),
+    hands: Annotated[int, typer.Option("--hands", min=1, help="simulated hands (perturbed DLR-Hand II)")] = 100,
+    sizes: Annotated[str, typer.Option("--sizes", help="calibration set sizes, comma-separated")] = "25,50,100,150,200,250,300",
+    strategies: Annotated[str, typer.Option("--strategies", help="comma-separated: random, greedy, detmax")] = "random,greedy,detmax",
+    measurements: Annotated[str, typer.Option("--measurements", help="comma-separated: contact, cartesian")] = "contact,cartesian",
+    pool_per_pair: Annotated[int, typer.Option("--pool-per-pair", min=1, help="contact candidates per finger pair (6 pairs)")] = 100,
+    cartesian_pool: Annotated[int, typer.Option("--cartesian-pool", min=1, help="cartesian candidate configurations (one sample per fingertip each)")] = 150,
+    seed: Annotated[int, typer.Option("--seed", help="hand h is perturbed and measured with seed + h")] = 0,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
+) -> None:
+    """The hand-calibration paper's simulation study (Figs. 8, 9): task error against calibration
+    set size for random and task D-optimal selections of contacts and fingertip markers.
+    Writes study.json (curves, checks, every hand) and study.png."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from robocal.study.hands import StudyConfig, run_hands
+    from robocal.study.plot import plot_study
+    from robocal.study.summary import summarize
+
+    try:
+        config = StudyConfig(
+            hands=hands, sizes=_csv_list(sizes, int), strategies=_csv_list(strategies), measurements=_csv_list(measurements),
+            pool_per_pair=pool_per_pair, cartesian_pool=cartesian_pool, seed=seed,
+        )
+    except ValueError as exc:
+        raise RobocalError(str(exc)) from None
+    workers = min(workers or os.cpu_count() or 1, hands)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(f"hands ({workers} processes; the first hand compiles)", total=hands)
+        rows = run_hands(config, workers=workers, progress=lambda _row: bar.advance(task))
+    summary = summarize(config, rows, time.perf_counter() - started)
+    (out_dir / "study.json").write_text(json.dumps(summary, indent=1))
+    plot_study(summary, out_dir / "study.png")
+    for name, curves in summary["curves"].items():
+        out.print(f"{name}: mean task error (mm) over {hands} hands; set sizes {', '.join(map(str, summary['sizes']))}")
+        for strategy, curve in curves.items():
+            out.print(f"  {strategy:7s} " + "  ".join(f"{v * 1e3:8.4f}" for v in curve["mean"]["mean"]))
+    out.print("checks: " + json.dumps(summary["checks"]), markup=False, highlight=False)
+    out.print(f"{summary['seconds']:.0f} s; wrote {out_dir / 'study.json'}, {out_dir / 'study.png'}", markup=False, highlight=False)
 
 
 simulate_app = typer.Typer(no_args_is_help=True, help="Simulate calibration data of a perturbed robot.")

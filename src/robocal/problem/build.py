@@ -70,6 +70,10 @@ class Problem:
             if fc.estimate:
                 frame.block = self.layout.add(f"frame:{name}", frame.parameters(fc.prior.translation, fc.prior.rotation))
             self.frames[name] = frame
+        if config.task is not None:
+            for key, link in [("reference", config.task.reference), *((f"tips[{i}]", tip) for i, tip in enumerate(config.task.tips))]:
+                if link is not None and not self.tree.has_link(link):
+                    raise InputError(path, f"unknown link '{link}'", field=f"task.{key}")
         self.geometry = load_geometry(config.geometry, path.parent)
         for link in self.geometry:
             if not self.tree.has_link(link):

@@ -59,11 +59,20 @@ class PriorConfig(Strict):
 
 
 class SolverConfig(Strict):
-    max_iterations: PositiveInt = 200
+    max_iterations: PositiveInt = 1000
     tolerance: PositiveFloat = 1e-10
     huber: PositiveFloat | None = Field(None, description="Huber threshold on a row's whitened error (in sigmas)")
     outlier_threshold: PositiveFloat | None = Field(None, description="reject rows whose whitened error exceeds this")
     max_rejection_rounds: PositiveInt = 5
+
+
+class TaskConfig(Strict):
+    """The task the calibration is for: its predicted error goes into report.json."""
+
+    tips: list[str] = Field(min_length=1, description="tip links whose positions matter")
+    reference: str | None = Field(None, description="positions relative to this link (default: the first tip; the root link with one tip)")
+    n: PositiveInt = Field(1000, description="configurations of the uniform Cartesian test set")
+    seed: int = 0
 
 
 MeasurementConfig = Annotated[Union[tuple(config_classes())], Field(discriminator="type")]
@@ -77,4 +86,5 @@ class ProblemConfig(Strict):
     frames: dict[str, FrameConfig] = Field(default_factory=dict)
     geometry: GeometryConfig = Field(default_factory=GeometryConfig)
     solver: SolverConfig = Field(default_factory=SolverConfig)
+    task: TaskConfig | None = None
     measurements: list[MeasurementConfig] = Field(min_length=1)

@@ -26,6 +26,10 @@ def print_summary(cal: Calibration, console: Console) -> None:
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
         f"identifiable {ident.rank} of {ident.n_parameters} parameters; {len(s.rejections)} rows rejected"
     )
+    task = cal.task_prediction
+    if task is not None and task["predicted"]["rms"] is not None:
+        p = task["predicted"]
+        console.print(f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm")
 
 
 @contextmanager

@@ -127,23 +127,22 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     return full(state["phi"]), state["steps"], state["done"]
 
 
-@partial(jax.jit, static_argnames=("problem_rows", "max_steps", "tol"))
-def _lm_many(theta0, free, data, mean, sqrt_prec, masks, problem_rows, max_steps, tol):
-    one = lambda m: _lm(theta0, free, data, mean, sqrt_prec, m, problem_rows=problem_rows, huber=None, max_steps=max_steps, tol=tol)
-    return jax.vmap(one)(masks)
-
-
-def solve_many(problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 200, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """MAP estimates for a batch of row selections of one problem, in one vectorized call (e.g.
-    one calibration per design and set size): masks[k] (B, n_k) selects the rows of measurement k
-    for each of the B solves. Returns (B, p) estimates and a (B,) converged flag; plain least
-    squares (no robust loss, no rejection), started from theta0."""
+def solve_many(problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 1000, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """MAP estimates for a batch of row selections of one problem (e.g. one calibration per
+    design and set size): masks[k] (B, n_k) selects the rows of measurement k for each of the B
+    solves. Returns (B, p) estimates and a (B,) converged flag; plain least squares (no robust
+    loss, no rejection), each started from theta0. One compiled solver serves every selection;
+    the solves run one after the other, so a slow one (hundreds of steps) does not hold up the
+    others as it would in a vectorized batch."""
     free = jnp.arange(len(theta0))
-    theta, _, done = _lm_many(
-        jnp.asarray(theta0, dtype=float), free, problem.data, problem.prior_mean, problem.prior_sqrt_precision,
-        [jnp.asarray(m, dtype=float) for m in masks], problem_rows=problem.rows, max_steps=int(max_iterations), tol=float(tolerance),
-    )
-    return np.asarray(theta), np.asarray(done)
+    args = (problem.data, problem.prior_mean, problem.prior_sqrt_precision)
+    statics = dict(problem_rows=problem.rows, huber=None, max_steps=int(max_iterations), tol=float(tolerance))
+    out, done = [], []
+    for b in range(len(masks[0])):
+        theta, _, ok = _lm(jnp.asarray(theta0, dtype=float), free, *args, [jnp.asarray(m[b], dtype=float) for m in masks], **statics)
+        out.append(np.asarray(theta))
+        done.append(bool(ok))
+    return np.array(out), np.array(done)
 
 
 @partial(jax.jit, static_argnames=("problem_rows",))
@@ -181,7 +180,7 @@ def solve(
     problem: MapProblem,
     theta0: np.ndarray,
     *,
-    max_iterations: int = 200,
+    max_iterations: int = 1000,
     tolerance: float = 1e-10,
     huber: float | None = None,
     outlier_threshold: float | None = None,

@@ -1,0 +1,82 @@
+"""The task a calibration is for, and the task-space error its posterior predicts.
+
+A task is the position of tip links relative to a reference link (with a single tip, the root
+link: the tip's absolute position), on a test set whose tips are uniform in their Cartesian
+workspace (`robocal.simulation.testset`). Linearized at the estimate, a parameter covariance C
+gives each task vector at test configuration m and tip f the error covariance
+
+    S_mf = Jt_mf C Jt_mf^T        (3 x 3, Jt the task Jacobian, m per parameter unit),
+
+so the predicted root mean squared error is sqrt(mean_mf tr S_mf) = sqrt(tr(C M) / F) with
+M = mean_m sum_f Jt_mf^T Jt_mf (`TaskMetric`), and the predicted mean error is the mean of
+E|e| over e ~ N(0, S_mf), the figure the hand-calibration paper tabulates. E|e| has no closed
+form; it is averaged over a fixed set of standard normal draws (the same for every call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from robocal.analysis.doptimal import TaskMetric
+from robocal.analysis.task_error import task_jacobians
+from robocal.errors import RobocalError
+from robocal.simulation.testset import uniform_cartesian_test_set
+
+DRAWS = 256  # standard normal draws for E|e|
+
+
+@dataclass(frozen=True)
+class Task:
+    """Positions of `tips` relative to `reference` on `n` test configurations (seeded)."""
+
+    reference: str
+    tips: tuple[str, ...]
+    n: int = 1000
+    seed: int = 0
+
+    @classmethod
+    def default(cls, problem, reference: str | None = None, tips: Sequence[str] | None = None, **options) -> "Task":
+        """Tips default to the robot's end effectors (else its leaf links); the reference to the
+        first tip, or the root link when there is one tip."""
+        from robocal.evaluation import default_tips
+
+        tips = tuple(tips or default_tips(problem.tree))
+        reference = reference or (tips[0] if len(tips) > 1 else problem.tree.root)
+        for link in (reference, *tips):
+            if not problem.tree.has_link(link):
+                raise RobocalError(f"{problem.tree.source or problem.tree.name}: no link named '{link}'")
+        others = tuple(tip for tip in dict.fromkeys(tips) if tip != reference)
+        if not others:
+            raise RobocalError(f"the task needs a tip other than the reference '{reference}'")
+        return cls(reference, others, **options)
+
+    def jacobians(self, problem, theta: np.ndarray) -> np.ndarray:
+        """(n, F, 3, P): task Jacobians on the test set over all of the problem's parameters
+        (zero outside the robot block)."""
+        block = problem.layout.blocks["robot"]
+        q = uniform_cartesian_test_set(problem.robot, theta[block], (self.reference, *self.tips), self.n, self.seed)
+        robot_jac = task_jacobians(problem.robot, theta[block], q, self.reference, self.tips)
+        jac = np.zeros((*robot_jac.shape[:-1], len(theta)))
+        jac[..., block] = robot_jac
+        return jac
+
+    def metric(self, problem, theta: np.ndarray) -> TaskMetric:
+        return TaskMetric.from_jacobians(self.jacobians(problem, theta))
+
+
+def predicted_task_error(jacobians: np.ndarray, covariance: np.ndarray) -> dict[str, float | None]:
+    """Predicted RMS and mean task error (m) for a parameter covariance; None where a parameter
+    the task depends on has unbounded variance (no prior and no data)."""
+    unbounded = ~np.isfinite(np.diag(covariance))
+    if np.abs(jacobians[..., unbounded]).max(initial=0.0) > 0:
+        return {"rms": None, "mean": None}
+    keep = ~unbounded
+    jac = jacobians[..., keep]
+    cov = jac @ covariance[np.ix_(keep, keep)] @ np.swapaxes(jac, -1, -2)  # (n, F, 3, 3)
+    lam, vec = np.linalg.eigh(cov)
+    z = np.random.default_rng(0).standard_normal((DRAWS, 3))
+    norms = np.linalg.norm(np.einsum("...ij,...j,dj->...di", vec, np.sqrt(np.clip(lam, 0.0, None)), z), axis=-1)
+    return {"rms": float(np.sqrt(np.trace(cov, axis1=-2, axis2=-1).mean())), "mean": float(norms.mean())}
