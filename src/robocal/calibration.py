@@ -71,7 +71,14 @@ class Calibration:
             return None
         task = Task.default(self.problem, cfg.reference, cfg.tips, n=cfg.n, seed=cfg.seed)
         predicted = predicted_task_error(task.jacobians(self.problem, self.estimate), self.solution.covariance)
-        return {"reference": task.reference, "tips": list(task.tips), "n": task.n, "seed": task.seed, "unit": "m", "predicted": predicted}
+        # Mean squared whitened residual (prior terms included): about 1 when the sigmas are right
+        # and the model can represent the robot; far above 1 the errors are not noise but model error.
+        residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(self.problem.measurements, self.solution.masks))
+        fit = self.solution.cost / max(residuals, 1)
+        out = {"reference": task.reference, "tips": list(task.tips), "n": task.n, "seed": task.seed, "unit": "m", "predicted": predicted, "fit_per_residual": fit}
+        if fit > 4.0:
+            out["warning"] = f"the residuals are {np.sqrt(fit):.1f} times the declared sigmas: the model does not fit the data, and this prediction (parameter uncertainty only) understates the task error"
+        return out
 
     def report(self) -> dict:
         s = self.solution

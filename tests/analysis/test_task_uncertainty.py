@@ -62,6 +62,9 @@ def test_report_carries_the_predicted_task_error(markers_problem):
     cal = calibrate(problem)
     task = cal.report()["task"]
     assert task["reference"] == TIPS[0] and task["tips"] == list(TIPS[1:]) and task["unit"] == "m"
+    # Noise of the declared sigma and a model that can represent the hand: the mean squared
+    # whitened residual is about 1 (480 residuals; fewer degrees of freedom than residuals).
+    assert 0.5 < task["fit_per_residual"] < 1.5 and "warning" not in task
     # The RMS is the trace formula over the same test set (an independent path through TaskMetric).
     metric = Task(TIPS[0], TIPS[1:], n=300, seed=7).metric(problem, cal.estimate)
     assert task["predicted"]["rms"] == pytest.approx(metric.predicted_rms(cal.solution.covariance), rel=1e-9)

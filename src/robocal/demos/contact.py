@@ -92,6 +92,8 @@ def run_demo(out_dir: Path, console: Console) -> dict:
             write_results(cal, out_dir / model)
         fits[model] = (problem, cal.estimate)
         predicted[model] = cal.task_prediction["predicted"]["mean"]
+        if "warning" in cal.task_prediction:
+            console.print(f"  {model}: {cal.task_prediction['warning']}")
     fits = {"nominal": (fits["full_dh"][0], fits["full_dh"][0].theta0), **fits}
 
     with step(console, "scoring against the true hand"):
@@ -119,7 +121,7 @@ def _print_table(console: Console, table: list[dict]) -> None:
         c, k, p = row["contact"], row["task"], row["task_predicted_mean"]
         t.add_row(row["model"], *(f"{v * 1e3:.3f}" for v in (c["mean"], c["std"], c["max"], k["mean"], k["max"])), "-" if p is None else f"{p * 1e3:.3f}")
     console.print(t)
-    console.print("task mean predicted: from the posterior covariance, with the contacts' sigma of 0.1 mm (the simulated contacts are exact, so it is an upper bound)")
+    console.print("task mean predicted: from the posterior covariance (parameter uncertainty only; the contacts' sigma is 0.1 mm while the simulated contacts are exact)")
 
 
 # ---- report.html ----------------------------------------------------------------------------

@@ -30,6 +30,8 @@ def print_summary(cal: Calibration, console: Console) -> None:
     if task is not None and task["predicted"]["rms"] is not None:
         p = task["predicted"]
         console.print(f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm")
+        if "warning" in task:
+            console.print(f"[yellow]warning:[/] {escape(task['warning'])}")
 
 
 @contextmanager
