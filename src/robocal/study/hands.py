@@ -42,8 +42,12 @@ from robocal.analysis.task_error import task_errors
 from robocal.analysis.task_uncertainty import Task
 from robocal.design import candidates, prior_precision, sample_index
 from robocal.analysis.doptimal import TaskDOptimal
+from robocal.geometry.links import GeometryConfig, load_geometry
+from robocal.kinematics.dh import load_dh
+from robocal.kinematics.model import RobotModel
 from robocal.problem import Problem, load_problem
-from robocal.problem.build import jnp_tree
+from robocal.problem.build import jnp_tree, joint_modes
+from robocal.problem.schema import ParametersConfig
 from robocal.simulation.contact import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, dlr_hand_pairs, simulate_contacts, write_contact_csv
 from robocal.simulation.markers import MarkerBody, simulate_markers
 from robocal.simulation.perturb import perturb_parameters
@@ -116,11 +120,15 @@ class HandStudy:
         self._folder = tempfile.TemporaryDirectory(prefix="robocal-study-")
         self.folder = Path(self._folder.name)
         self.files = _problem_files(config, self.folder)
-        self.problems: dict[str, Problem] = {}
+        self.problems: dict[str, Problem] = {}  # loaded once the first hand's data exist
+        # The true hands: the same model for every hand (compiled once), their own parameters.
+        tree = load_dh(self.folder / DLR_ROBOT)
+        self.sim_robot = RobotModel(tree, joint_modes(tree, ParametersConfig(**DLR_PARAMETERS), self.folder / DLR_ROBOT))
+        self.geometry = load_geometry(GeometryConfig(files=[self.folder / DLR_GEOMETRY]), self.folder)
 
-    def _measure(self, seed: int, robot, theta_true: np.ndarray, geometry) -> None:
+    def _measure(self, seed: int, theta_true: np.ndarray) -> None:
         """Write the candidate pools of the true hand (seed) where the problems read their data."""
-        cfg = self.config
+        cfg, robot, geometry = self.config, self.sim_robot, self.geometry
         if "contact" in cfg.measurements:
             sim = simulate_contacts(robot, robot.nominal, robot, theta_true, geometry, dlr_hand_pairs(), cfg.pool_per_pair, seed)
             write_contact_csv(self.folder / "contact.csv", robot.tree, sim)
@@ -132,29 +140,16 @@ class HandStudy:
     def _setup(self) -> None:
         """Problems (on the first hand's data files), the design task and the scoring test set."""
         self.problems = {name: load_problem(path) for name, path in self.files.items()}
-        any_problem = next(iter(self.problems.values()))
-        self.robot = any_problem.robot
-        theta0 = any_problem.theta0
         task = Task(TIPS[0], TIPS[1:], n=self.config.n_test, seed=DESIGN_TEST_SEED)
         self.metric = {name: task.metric(p, p.theta0) for name, p in self.problems.items()}
-        self.q_test = uniform_cartesian_test_set(self.robot, theta0[any_problem.layout.blocks["robot"]], TIPS, self.config.n_test, seed=SCORE_TEST_SEED)
+        self.q_test = uniform_cartesian_test_set(self.sim_robot, self.sim_robot.nominal, TIPS, self.config.n_test, seed=SCORE_TEST_SEED)
 
     def run(self, h: int) -> dict:
         """Task errors (m) of hand h: nominal, and per measurement, strategy and set size."""
         cfg = self.config
         seed = cfg.seed + h
-        if not self.problems:  # the problem files need data before they load: measure hand h first
-            from robocal.geometry.links import GeometryConfig, load_geometry
-            from robocal.kinematics.dh import load_dh
-            from robocal.kinematics.model import RobotModel
-            from robocal.problem.build import joint_modes
-            from robocal.problem.schema import ParametersConfig
-
-            tree = load_dh(self.folder / DLR_ROBOT)
-            self.sim_robot = RobotModel(tree, joint_modes(tree, ParametersConfig(**DLR_PARAMETERS), self.folder / DLR_ROBOT))
-            self.geometry = load_geometry(GeometryConfig(files=[self.folder / DLR_GEOMETRY]), self.folder)
         theta_true = perturb_parameters(self.sim_robot, seed=seed, translation=cfg.translation, rotation=cfg.rotation)
-        self._measure(seed, self.sim_robot, theta_true, self.geometry)
+        self._measure(seed, theta_true)
         if not self.problems:
             self._setup()
         score = lambda problem, theta: task_errors(problem.robot, theta[problem.layout.blocks["robot"]], self.sim_robot, theta_true, self.q_test, TIPS[0], TIPS[1:])
