@@ -23,12 +23,11 @@ def socket_file(folder: Path, socket: int) -> Path:
 
 @dataclass(frozen=True)
 class SocketRecording:
-    """Configurations (n, n_joints), the socket of each row, and where each row came from."""
+    """Configurations (n, n_joints), the socket of each row, and each row's line in its socket file."""
 
     q: np.ndarray
     socket: np.ndarray
-    files: tuple[Path, ...]  # per row
-    lines: np.ndarray  # per row, 1-based
+    lines: np.ndarray  # 1-based
 
     def __len__(self) -> int:
         return len(self.q)
@@ -74,15 +73,13 @@ def read_socket_folder(folder: str | Path, joints: tuple[str, ...]) -> SocketRec
     if numbers != list(range(len(numbers))):
         missing = sorted(set(range(max(numbers) + 1)) - set(numbers))
         raise InputError(folder, f"socket files must be numbered from 0 without gaps; missing {', '.join(socket_file(folder, k).name for k in missing)}")
-    q, socket, files, lines = [], [], [], []
+    q, socket, lines = [], [], []
     for k in numbers:
-        path = socket_file(folder, k)
-        values, file_lines = _read_headerless(path, joints)
+        values, file_lines = _read_headerless(socket_file(folder, k), joints)
         q.append(values)
         socket.append(np.full(len(values), k))
-        files += [path] * len(values)
         lines.append(file_lines)
-    return SocketRecording(np.concatenate(q), np.concatenate(socket), tuple(files), np.concatenate(lines))
+    return SocketRecording(np.concatenate(q), np.concatenate(socket), np.concatenate(lines))
 
 
 def write_socket_folder(folder: str | Path, configurations: list[np.ndarray]) -> list[Path]:
