@@ -294,6 +294,49 @@ def simulate_contact(
     out.print(f"calibrate: robocal calibrate {result.problem} --out {Path(out_dir) / 'result'}", markup=False, highlight=False)
 
 
+@simulate_app.command("sockets")
+def simulate_sockets(
+    robot: Annotated[Path, typer.Option("--robot", help="URDF of the robot, with the ball link")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
+    link: Annotated[str, typer.Option("--link", help="the link whose origin is the ball center")] = "ball_link",
+    n_per_socket: Annotated[int, typer.Option("--n-per-socket", min=1, help="configurations per socket (2 sockets per placement, 4 placements)")] = 30,
+    translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of an origin's x, y, z in the true robot, m (also the prior sigma)")] = 0.001,
+    rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of an origin's roll, pitch, yaw in the true robot, deg (also the prior sigma)")] = 0.5,
+    joint_noise: Annotated[float, typer.Option("--joint-noise", min=0.0, help="std of the encoder noise added to the recorded joint values, rad")] = 1e-4,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the true robot, the configurations and the noise")] = 0,
+) -> None:
+    """Sphere-in-socket (MUKCa) recordings of a perturbed robot with a ball on its flange, as problems to calibrate.
+
+    Writes nominal.urdf, true.urdf, data/<placement>/hole_0.csv and hole_1.csv, one <placement>.yaml
+    per plate placement, and truth.json (socket centers, nominal MAE and joint-noise floor)."""
+    import numpy as np
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from robocal.simulation.sockets import simulate_sockets as run
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("sampling configurations (the first socket compiles)", total=None)
+
+        def progress(done, total, label):
+            bar.update(task, completed=done, total=total, description=f"sampled {label}")
+
+        result = run(
+            robot, out_dir, link=link, n_per_socket=n_per_socket, translation=translation, rotation=float(np.deg2rad(rotation_deg)), joint_noise=joint_noise, seed=seed, progress=progress
+        )
+    truth = result.truth_json
+    out.print(f"true robot: the origins of {', '.join(truth['perturbed_joints'])} perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})")
+    table = Table(title=f"simulated sphere-in-socket recordings of '{link}' (joint noise {joint_noise:g} rad)")
+    for column in ("placement", "socket 0 (m)", "rows", "nominal MAE (mm)", "noise floor (mm)"):
+        table.add_column(column, justify="left" if column == "placement" else "right")
+    for name, entry in truth["placements"].items():
+        table.add_row(name, " ".join(f"{v:.3f}" for v in entry["sockets"][0]), str(sum(entry["rows"])), f"{entry['nominal_mae'] * 1e3:.3f}", f"{entry['noise_floor_mae'] * 1e3:.4f}")
+    out.print(table)
+    out.print(f"wrote {len(result.files)} files to {out_dir} in {result.seconds:.1f} s (truth: {out_dir / 'truth.json'})", markup=False, highlight=False)
+    for name, problem in result.problems.items():
+        out.print(f"calibrate: robocal calibrate {problem} --out {Path(out_dir) / 'result' / name}", markup=False, highlight=False)
+
+
 def main() -> None:
     from robocal.runtime import enable_compilation_cache
 
