@@ -17,14 +17,10 @@ import numpy as np
 
 from robocal.analysis.identifiability import Identifiability, identifiability
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
+from robocal.measurements.base import Measurement, summarize
 from robocal.problem import Problem
 from robocal.solver import Solution, solve
 from robocal.solver.map import rows_and_jacobian
-
-
-def summarize(errors: np.ndarray) -> dict[str, float]:
-    e = np.asarray(errors, dtype=float).ravel()
-    return {"rms": float(np.sqrt(np.mean(e**2))), "mean": float(e.mean()), "max": float(e.max())}
 
 
 @dataclass
@@ -99,26 +95,37 @@ class Calibration:
         }
 
 
-def measurement_errors(measurement, data, theta) -> np.ndarray:
-    """Unwhitened errors (n, m) in SI units of one measurement on `data` at `theta` (jitted)."""
-    return np.asarray(jax.jit(measurement.errors)(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+MISFIT = 4.0  # mean squared whitened residual above which a model does not explain its data
 
 
-def measurement_metrics(measurement, data, before: np.ndarray, after: np.ndarray, keep: np.ndarray | None = None) -> dict:
-    """Error summary of one measurement on `data` for two parameter vectors (rows in `keep` only).
-    `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows."""
-    e_before, e_after = measurement_errors(measurement, data, before), measurement_errors(measurement, data, after)
-    keep = np.ones(len(e_before), bool) if keep is None else keep
-    e_before, e_after = e_before[keep], e_after[keep]
+def fit_per_residual(measurement: Measurement, data, theta, keep: np.ndarray) -> float:
+    """Mean squared whitened residual over the rows in `keep`: about 1 when the model explains
+    the data to the declared sigmas; far above, the errors are not noise but model error."""
+    rows = np.asarray(measurement.jitted("rows")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+    return float(np.mean(rows[keep] ** 2))
+
+
+def measurement_metrics(measurement: Measurement, data, before: np.ndarray, after: np.ndarray, keep: np.ndarray | None = None) -> dict:
+    """Figures of one measurement on `data` for two parameter vectors (rows in `keep` only).
+    `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows;
+    `removed` is the share of the `headline` figure the calibration removed; `fit_per_residual`
+    that of the calibrated model (see MISFIT)."""
+    shape = jax.eval_shape(measurement.errors, jnp.asarray(before), data).shape  # (rows, errors per row)
+    keep = np.ones(shape[0], bool) if keep is None else np.asarray(keep, bool)
+    b, a = measurement.figures(data, before, keep), measurement.figures(data, after, keep)
+    h = measurement.headline
     return {
         "name": measurement.name,
         "type": measurement.type_name,
-        "n": int(e_before.size),
+        "n": int(keep.sum()) * int(np.prod(shape[1:])),
         "rejected": int((~keep).sum()),
         "unit": "m",
         "error": measurement.error_label,
-        "before": summarize(e_before),
-        "after": summarize(e_after),
+        "headline": h,
+        "before": b,
+        "after": a,
+        "removed": (b[h] - a[h]) / b[h] if b[h] > 0 else None,
+        "fit_per_residual": fit_per_residual(measurement, data, after, keep),
     }
 
 

@@ -43,7 +43,7 @@ def calibrate(
 def evaluate(
     problem: Annotated[Path, typer.Argument(help="problem YAML used for calibration")],
     result: Annotated[Path, typer.Option("--result", help="output folder of `robocal calibrate`")],
-    data: Annotated[Optional[Path], typer.Option("--data", help="data file to evaluate on")] = None,
+    data: Annotated[Optional[list[Path]], typer.Option("--data", help="data file or placement folder to evaluate on; repeat for several")] = None,
     measurement: Annotated[Optional[str], typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")] = None,
     truth: Annotated[Optional[Path], typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
     reference: Annotated[Optional[str], typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the first tip)")] = None,
@@ -51,10 +51,12 @@ def evaluate(
     n: Annotated[Optional[int], typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
 ) -> None:
-    """Before/after metrics (JSON): on another data file (--data), with the frames estimated during
-    calibration; or (--truth) the task error of the nominal and the calibrated robot against the
-    true one, on a test set uniform in each fingertip's Cartesian workspace."""
-    from robocal.evaluation import evaluate_file, evaluate_truth
+    """Before/after metrics (JSON): on other data files or placement folders (--data, repeated),
+    with the frames estimated during calibration, beside the training data, and warnings when the
+    model holds only near its training data; or (--truth) the task error of the nominal and the
+    calibrated robot against the true one, on a test set uniform in each fingertip's Cartesian
+    workspace."""
+    from robocal.evaluation import evaluate_files, evaluate_truth
 
     if (data is None) == (truth is None):
         raise RobocalError("give exactly one of --data (a data file) and --truth (the true robot)")
@@ -62,7 +64,7 @@ def evaluate(
         extra = [f"--{name}" for name, value in (("reference", reference), ("tips", tips), ("n", n), ("seed", seed)) if value is not None]
         if extra:
             raise RobocalError(f"{', '.join(extra)}: only with --truth")
-        report = evaluate_file(problem, result, data, measurement)
+        report = evaluate_files(problem, result, data, measurement)
     else:
         if measurement is not None:
             raise RobocalError("--measurement: only with --data")

@@ -6,10 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from scipy.stats import spearmanr
 
 from robocal.analysis.task_error import task_errors
-from robocal.calibration import measurement_metrics, summarize
+from robocal.calibration import MISFIT, measurement_metrics
+from robocal.measurements.base import Measurement, summarize
 from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.tree import KinematicTree
@@ -28,7 +32,9 @@ def load_stored(problem_path: Path, result: Path) -> tuple[Problem, np.ndarray, 
     return problem, before, after
 
 
-def evaluate_file(problem_path: Path, result: Path, data: Path, measurement: str | None = None) -> dict:
+def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measurement: str | None = None) -> dict:
+    """Before/after figures of a stored calibration on other data files (or placement folders)
+    of one of its measurements, beside the training data's, with generalization warnings."""
     problem, before, after = load_stored(problem_path, result)
     names = [m.name for m in problem.measurements]
     if measurement is None:
@@ -38,9 +44,67 @@ def evaluate_file(problem_path: Path, result: Path, data: Path, measurement: str
     if measurement not in names:
         raise RobocalError(f"{problem_path}: no measurement named '{measurement}' (have {', '.join(names)})")
     m = problem.measurements[names.index(measurement)]
-    values, _ = m.load(data)
-    metrics = measurement_metrics(m, values, before, after)
-    return {"data": str(data), "result": str(result), "measurements": [metrics]}
+    trained_at = location(m, m.data, after)
+
+    def entry(path: Path, values) -> dict:
+        metrics = measurement_metrics(m, values, before, after)
+        metrics["distance_from_training"] = float(np.linalg.norm(location(m, values, after) - trained_at))
+        return {"data": str(path), "measurements": [metrics]}
+
+    training = entry(m.ctx.resolve(m.config.data), m.data)
+    held_out = [entry(path, m.load(path)[0]) for path in data]
+    return {"result": str(result), "training": training, "evaluations": held_out, "warnings": generalization_warnings(m, training, held_out)}
+
+
+def location(measurement: Measurement, data, theta) -> np.ndarray:
+    """Mean position (root frame) of the measured links over the rows: where in the workspace the data are."""
+    poses = measurement.jitted("link_poses", static_argnums=2)(jnp.asarray(theta), jnp.asarray(data["q"]), measurement.links())
+    return np.asarray(poses[..., :3, 3]).reshape(-1, 3).mean(axis=0)
+
+
+def generalization_warnings(measurement: Measurement, training: dict, held_out: list[dict]) -> list[dict]:
+    """Evidence that the calibrated model holds only near its training data.
+
+    - joint_uncertainty: the calibrated model leaves residuals far above the declared sigma on its
+      own training data, or makes held-out data worse than the nominal model. Kinematic
+      calibration assumes the joint readings are exact; backlash, elasticity or encoder errors
+      break that, and then no set of origin parameters fits all configurations;
+    - extrapolation: the held-out error grows with the distance from the training data (rank
+      correlation >= 0.8 over at least three data sets, training included) to more than twice
+      the training error.
+    """
+    h = measurement.headline
+    train = training["measurements"][0]
+    rows = [(e["data"], e["measurements"][0]) for e in held_out]
+    evidence = [
+        {"data": path, "distance_from_training": r["distance_from_training"], "before": r["before"][h], "after": r["after"][h], "after_over_training": r["after"][h] / train["after"][h]}
+        for path, r in [(training["data"], train), *rows]
+    ]
+    warnings = []
+    worse = [(path, r) for path, r in rows if r["after"][h] > r["before"][h]]
+    fit = train["fit_per_residual"]
+    if fit > MISFIT or worse:
+        reasons = []
+        if fit > MISFIT:
+            reasons.append(f"on its training data the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma ({h} {train['after'][h] * 1e3:.3f} mm)")
+        reasons += [f"it makes {path} worse than the nominal model ({h} {r['before'][h] * 1e3:.3f} -> {r['after'][h] * 1e3:.3f} mm)" for path, r in worse]
+        warnings.append({
+            "kind": "joint_uncertainty",
+            "message": "; ".join(reasons)[0].upper() + "; ".join(reasons)[1:] + ". The calibration assumes exact joint readings: backlash, joint elasticity or encoder errors "
+            "violate that, and no set of origin parameters can then fit every configuration. Check the joints (e.g. repeat a configuration from both sides) before trusting this model.",
+            "evidence": evidence,
+        })
+    distances = np.array([e["distance_from_training"] for e in evidence])
+    ratios = np.array([e["after_over_training"] for e in evidence])
+    if len(evidence) >= 3 and ratios.max() > 2.0 and spearmanr(distances, ratios).statistic >= 0.8:
+        far = int(np.argmax(ratios))
+        warnings.append({
+            "kind": "extrapolation",
+            "message": f"The error grows with the distance from the training data: {evidence[far]['data']}, {distances[far] * 1e3:.0f} mm away, "
+            f"has {ratios[far]:.1f} times the training {h}. Calibrate with data spread over the workspace the robot will work in.",
+            "evidence": evidence,
+        })
+    return warnings
 
 
 def default_tips(tree: KinematicTree) -> tuple[str, ...]:

@@ -5,12 +5,15 @@
   calibrated fit, and the `initial` pose both are expressed relative to;
 - calibrated.urdf: the input URDF with the calibrated joint origins changed (lossless), or, for
   a DH-table robot, a URDF generated from the calibrated table;
-- report.html: tables and plots.
+- report.html: tables and plots;
+- <measurement name>.png: a measurement's own before/after figure, where it has one (e.g. the
+  predicted ball centers per socket of a `socket` measurement).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +42,7 @@ def _from_pose(d: dict) -> np.ndarray:
 
 
 def write_results(cal: Calibration, out: Path) -> list[Path]:
-    from robocal.report.html import write_html_report
+    from robocal.report.html import measurement_figures, write_html_report
 
     out.mkdir(parents=True, exist_ok=True)
     problem = cal.problem
@@ -56,7 +59,11 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
         write_calibrated_urdf(problem.tree.source, written[2], origins)
     else:
         write_urdf(problem.tree, written[2], origins)
-    write_html_report(cal, written[3])
+    figures = measurement_figures(cal)
+    write_html_report(cal, written[3], figures)
+    for name, png in figures.items():
+        written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".png"))
+        written[-1].write_bytes(png)
     return written
 
 

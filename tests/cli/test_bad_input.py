@@ -332,9 +332,14 @@ def test_html_report_is_self_contained_and_escaped(calibrated: Path) -> None:
 def test_evaluate_on_held_out_data(dataset: Path, calibrated: Path) -> None:
     result = robocal("evaluate", dataset / "problem.yaml", "--result", calibrated, "--data", dataset / "test.csv")
     assert result.returncode == 0, result.stderr
-    (metrics,) = json.loads(result.stdout)["measurements"]
+    report = json.loads(result.stdout)
+    (evaluation,) = report["evaluations"]
+    (metrics,) = evaluation["measurements"]
+    assert evaluation["data"] == str(dataset / "test.csv")
     assert metrics["before"]["rms"] > 1e-3
     assert metrics["after"]["rms"] < 1e-6
+    assert metrics["removed"] == pytest.approx(1.0 - metrics["after"]["rms"] / metrics["before"]["rms"])
+    assert report["training"]["measurements"][0]["after"]["rms"] < 1e-6 and report["warnings"] == []
 
 
 def _nodes(doc: etree._ElementTree) -> list:

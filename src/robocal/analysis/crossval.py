@@ -30,7 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from robocal.calibration import Calibration, calibrate, summarize, solver_options
+from robocal.calibration import Calibration, calibrate, solver_options
+from robocal.measurements.base import summarize
 from robocal.errors import RobocalError
 from robocal.problem import Problem
 from robocal.solver import Solution, solve
@@ -105,7 +106,7 @@ def cross_validate(problem: Problem, k: int = 5, seed: int = 0) -> CrossValidati
     cal = calibrate(problem)
     options = solver_options(problem)
     keep = [mask > 0 for mask in cal.solution.masks]
-    error_fns = [jax.jit(m.errors) for m in problem.measurements]
+    error_fns = [m.jitted("errors") for m in problem.measurements]
 
     def errors(theta: np.ndarray) -> list[np.ndarray]:
         return [np.asarray(fn(jnp.asarray(theta), d)) for fn, d in zip(error_fns, problem.map_problem.data)]

@@ -60,7 +60,7 @@ def _write_problem(out_dir: Path, model: str) -> Path:
 
 def _signed(problem: Problem, theta: np.ndarray, data: dict) -> np.ndarray:
     m = problem.measurements[0]
-    return np.asarray(jax.jit(m.signed_distances)(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+    return np.asarray(m.jitted("signed_distances")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
 
 
 def _stats(signed: np.ndarray, task: np.ndarray) -> dict:

@@ -50,12 +50,24 @@ class BuildContext:
         return InputError(self.problem_path, message, field=f"{self.config_field}.{field}")
 
 
+def summarize(errors: np.ndarray) -> dict[str, float]:
+    e = np.asarray(errors, dtype=float).ravel()
+    return {"rms": float(np.sqrt(np.mean(e**2))), "mean": float(e.mean()), "max": float(e.max())}
+
+
+def measurement_errors(measurement: Measurement, data, theta) -> np.ndarray:
+    """Unwhitened errors (n, m) in SI units of one measurement on `data` at `theta` (jitted)."""
+    return np.asarray(measurement.jitted("errors")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+
+
 class Measurement(ABC):
     """A block of residual rows; `rows` and `errors` are pure JAX functions of (theta, data)."""
 
     type_name: ClassVar[str]
     Config: ClassVar[type[MeasurementConfig]]
     error_label: ClassVar[str] = "error"
+    headline: ClassVar[str] = "rms"  # the figure that before/after and `removed` are judged by
+    independent_rows: ClassVar[bool] = True  # False: rows share estimates (e.g. a mean), so none may be dropped
 
     def __init__(self, config: MeasurementConfig, ctx: BuildContext):
         for joint in config.joints:
@@ -88,22 +100,46 @@ class Measurement(ABC):
     def errors(self, theta, data) -> jnp.ndarray:
         """Unwhitened errors in SI units, (n, m): the figures reported before/after calibration."""
 
+    def jitted(self, method: str, **options):
+        """`jax.jit` of a method, kept for the measurement's lifetime: a fresh jit of a bound
+        method would compile again on every call."""
+        cache = self.__dict__.setdefault("_jitted", {})
+        if method not in cache:
+            cache[method] = jax.jit(getattr(self, method), **options)
+        return cache[method]
+
+    def figures(self, data, theta, keep: np.ndarray | None = None) -> dict[str, float]:
+        """The figures of merit (SI) of the errors at theta, over the rows in `keep`."""
+        errors = measurement_errors(self, data, theta)
+        return summarize(errors if keep is None else errors[keep])
+
+    def figure(self, before: np.ndarray, after: np.ndarray):
+        """A matplotlib Figure of this measurement's data before/after calibration, if it has one
+        beyond the generic error plots (e.g. the predicted ball centers of a socket)."""
+        return None
+
     def frame_guess(self, frame: str, theta: np.ndarray) -> np.ndarray | None:
         """An initial pose for an `initial: auto` frame this measurement observes, if it can give one."""
         return None
 
     # ---- shared helpers -------------------------------------------------------------------
 
+    def chain_joints(self) -> tuple[str, ...]:
+        """The actuated joints that move `links()`: the joint values each data row must give."""
+        return self.ctx.robot.tree.actuated_for(self.links())
+
     def joint_matrix(self, table: Table) -> np.ndarray:
-        """(n, n_actuated) joint values: data columns for the joints that move `links()`,
-        the problem's `joint_values` (default 0) for the others."""
+        """(n, n_actuated) joint values from the table's columns of `chain_joints()`."""
+        columns = [self.config.joints.get(name, name) for name in self.chain_joints()]
+        return self.configurations(table.columns(columns, what="joint column"))
+
+    def configurations(self, values: np.ndarray) -> np.ndarray:
+        """(n, n_actuated) joint values: `values` (n, len(chain_joints())) for the joints that move
+        `links()`, the problem's `joint_values` (default 0) for the others."""
         tree = self.ctx.robot.tree
-        needed = tree.actuated_for(self.links())
-        columns = [self.config.joints.get(name, name) for name in needed]
-        values = table.columns(columns, what="joint column")
         q = np.array([self.ctx.joint_values.get(name, 0.0) for name in tree.actuated], dtype=float)
-        q = np.tile(q, (len(table), 1))
-        q[:, [tree.actuated.index(name) for name in needed]] = values
+        q = np.tile(q, (len(values), 1))
+        q[:, [tree.actuated.index(name) for name in self.chain_joints()]] = values
         return q
 
     def link_poses(self, theta, q, links: tuple[str, ...]):

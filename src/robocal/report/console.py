@@ -10,17 +10,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from robocal.calibration import Calibration
+from robocal.calibration import MISFIT, Calibration
 
 
 def print_summary(cal: Calibration, console: Console) -> None:
     table = Table(title="errors (mm): before = nominal robot, frames fitted; after = calibrated")
-    for col in ("measurement", "n", "rms before", "rms after", "max before", "max after"):
-        table.add_column(col, justify="right" if col != "measurement" else "left")
-    for m in cal.metrics():
-        b, a = m["before"], m["after"]
-        table.add_row(escape(m["name"]), str(m["n"]), f"{b['rms'] * 1e3:.3f}", f"{a['rms'] * 1e3:.3f}", f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
+    for col in ("measurement", "n", "figure", "before", "after", "removed", "max before", "max after"):
+        table.add_column(col, justify="left" if col in ("measurement", "figure") else "right")
+    metrics = cal.metrics()
+    for m in metrics:
+        b, a, h = m["before"], m["after"], m["headline"]
+        removed = "" if m["removed"] is None else f"{m['removed'] * 100:.1f} %"
+        table.add_row(escape(m["name"]), str(m["n"]), h, f"{b[h] * 1e3:.3f}", f"{a[h] * 1e3:.3f}", removed, f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
     console.print(table)
+    for m in metrics:
+        if m["fit_per_residual"] > MISFIT:
+            console.print(f"[yellow]warning:[/] {escape(m['name'])}: the calibrated model leaves residuals {m['fit_per_residual'] ** 0.5:.1f} times the declared sigma: it does not explain these data (model error such as joint backlash or elasticity, or a sigma set too small)")
     s, ident = cal.solution, cal.identifiability
     console.print(
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "

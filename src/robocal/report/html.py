@@ -16,7 +16,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from robocal.calibration import Calibration, measurement_errors
+from robocal.calibration import Calibration
+from robocal.measurements.base import measurement_errors
 
 # SI unit -> (factor, display unit)
 DISPLAY = {"m": (1e3, "mm"), "rad": (1e3, "mrad")}
@@ -61,8 +62,8 @@ def table_html(header: list[str], rows: list[list], caption: str | None = None) 
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def figure_html(fig: Figure, alt: str) -> str:
-    """The figure as an inline base64 PNG <img>, rendered with the Agg canvas.
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG, rendered with the Agg canvas.
 
     The figure is created with matplotlib.figure.Figure, not pyplot, so no global figure
     registry holds it; clearing it here releases its artists once it is rendered.
@@ -73,8 +74,16 @@ def figure_html(fig: Figure, alt: str) -> str:
         fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     finally:
         fig.clear()
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+    return buffer.getvalue()
+
+
+def png_html(png: bytes, alt: str) -> str:
+    """An inline base64 PNG <img>."""
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def figure_html(fig: Figure, alt: str) -> str:
+    return png_html(png_bytes(fig), alt)
 
 
 def _errors(measurement, theta) -> np.ndarray:
@@ -83,7 +92,7 @@ def _errors(measurement, theta) -> np.ndarray:
     return e.reshape(e.shape[0], -1)
 
 
-def _measurement_section(cal: Calibration, index: int) -> str:
+def _measurement_section(cal: Calibration, index: int, figures: dict[str, bytes]) -> str:
     m = cal.problem.measurements[index]
     before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
     metrics = cal.metrics()[index]  # the figures of report.json: rejected rows left out
@@ -108,7 +117,8 @@ def _measurement_section(cal: Calibration, index: int) -> str:
     ax_hist.set(xlabel="error (mm)", ylabel="count", title="error histogram")
     ax_hist.legend()
     fig.tight_layout()
-    return f"<h3>{escape(m.name)}</h3>{table}{figure_html(fig, f'errors of {m.name} before and after calibration')}"
+    extra = png_html(figures[m.name], f"{m.name} before and after calibration") if m.name in figures else ""
+    return f"<h3>{escape(m.name)}</h3>{table}{figure_html(fig, f'errors of {m.name} before and after calibration')}{extra}"
 
 
 def _parameter_tables(cal: Calibration) -> str:
@@ -147,8 +157,15 @@ def _rejected(cal: Calibration) -> str:
     return table_html(["measurement", "file", "line", "reason"], rows) if rows else "<p>No rows rejected.</p>"
 
 
-def write_html_report(cal: Calibration, path: Path) -> None:
-    measurements = "".join(_measurement_section(cal, i) for i in range(len(cal.problem.measurements)))
+def measurement_figures(cal: Calibration) -> dict[str, bytes]:
+    """PNG of each measurement's own before/after figure (Measurement.figure), by measurement name."""
+    figures = ((m.name, m.figure(cal.baseline, cal.estimate)) for m in cal.problem.measurements)
+    return {name: png_bytes(fig) for name, fig in figures if fig is not None}
+
+
+def write_html_report(cal: Calibration, path: Path, figures: dict[str, bytes]) -> None:
+    """`figures`: measurement_figures(cal), shown in each measurement's section."""
+    measurements = "".join(_measurement_section(cal, i, figures) for i in range(len(cal.problem.measurements)))
     sections = [
         ("Errors before and after calibration", "<p>before: nominal robot, frames fitted; after: calibrated robot.</p>" + measurements),
         ("Parameters", _parameter_tables(cal)),
