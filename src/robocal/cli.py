@@ -379,7 +379,7 @@ def record_sockets(
     opener = partial(open_source, source.value, replay=replay, topic=topic or "/joint_states", distance=distance)
     try:
         files = run(robot, out_dir, link, opener, sockets, distance, force, out)
-    except KeyboardInterrupt:  # typer turns it into a return value that main() would exit 0 with
+    except KeyboardInterrupt:  # say what became of the recording
         err.print("interrupted: nothing written")
         sys.exit(130)
     out.print(f"wrote {', '.join(str(f) for f in files)}" if files else "quit: nothing written", markup=False, highlight=False)
@@ -390,7 +390,7 @@ def main() -> None:
 
     enable_compilation_cache()
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # a command's typer.Exit, or Ctrl-C (130), comes back as a return value
     except RobocalError as exc:
         from rich.markup import escape  # file, column and field names may contain [brackets]
 
@@ -408,3 +408,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(code, int) and code != 0:
+        if code == 130:
+            err.print("aborted")
+        sys.exit(code)
