@@ -425,9 +425,10 @@ def simulate_sockets(
     after each socket.
     """
     started = time.perf_counter()
-    for name, value in (("translation", translation), ("rotation", rotation), ("distance", distance)):
+    prior = "it is also the prior sigma of the written problems"
+    for name, value, meaning in (("translation", translation, prior), ("rotation", rotation, prior), ("distance", distance, "between sockets 0 and 1")):
         if not value > 0:
-            raise RobocalError(f"{name} = {value}: must be > 0 (it is also the prior sigma / plate size of the written problems)")
+            raise RobocalError(f"{name} = {value}: must be > 0 ({meaning})")
     if joint_noise < 0 or n_per_socket < 1:
         raise RobocalError(f"joint_noise = {joint_noise}, n_per_socket = {n_per_socket}: need joint_noise >= 0 and n_per_socket >= 1")
     robot_path, out = Path(robot_path), Path(out)
