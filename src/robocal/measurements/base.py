@@ -118,6 +118,15 @@ class Measurement(ABC):
         beyond the generic error plots (e.g. the predicted ball centers of a socket)."""
         return None
 
+    def own_jacobian(self, theta, data):
+        """For measurements whose `rows` are `rows_on_own_parameters`: (own_rows, their Jacobian
+        (n, k, len(own_parameters())) with respect to theta[own_parameters()]). Forward mode here,
+        one tangent per own parameter; a measurement overrides it where its structure gives a
+        cheaper one."""
+        idx = jnp.asarray(self.own_parameters())
+        rows = self.own_rows(theta, data)
+        return rows, jax.jacfwd(lambda sub: self.own_rows(theta.at[idx].set(sub), data))(theta[idx])
+
     def frame_guess(self, frame: str, theta: np.ndarray) -> np.ndarray | None:
         """An initial pose for an `initial: auto` frame this measurement observes, if it can give one."""
         return None
@@ -131,9 +140,9 @@ class Measurement(ABC):
     def joint_matrix(self, table: Table) -> np.ndarray:
         """(n, n_actuated) joint values from the table's columns of `chain_joints()`."""
         columns = [self.config.joints.get(name, name) for name in self.chain_joints()]
-        return self.configurations(table.columns(columns, what="joint column"))
+        return self.with_other_joints(table.columns(columns, what="joint column"))
 
-    def configurations(self, values: np.ndarray) -> np.ndarray:
+    def with_other_joints(self, values: np.ndarray) -> np.ndarray:
         """(n, n_actuated) joint values: `values` (n, len(chain_joints())) for the joints that move
         `links()`, the problem's `joint_values` (default 0) for the others."""
         tree = self.ctx.robot.tree
@@ -156,15 +165,15 @@ class Measurement(ABC):
 def rows_on_own_parameters(measurement, theta, data):
     """`measurement.own_rows(theta, data)`, differentiated only with respect to
     `measurement.own_parameters()`: the entries of theta its rows can depend on (e.g. the 16 of a
-    hand's 64 DH parameters that move one finger). Under the solver's `jacfwd` the Jacobian is
-    pushed through that many tangents instead of one per parameter of the whole problem."""
+    hand's 64 DH parameters that move one finger), through `measurement.own_jacobian`. Under the
+    solver's `jacfwd` the Jacobian is pushed through that many tangents instead of one per
+    parameter of the whole problem."""
     return measurement.own_rows(theta, data)
 
 
 @rows_on_own_parameters.defjvp
 def _rows_on_own_parameters_jvp(measurement, primals, tangents):
     theta, data = primals
-    idx = jnp.asarray(measurement.own_parameters())
-    rows = measurement.own_rows(theta, data)
-    jac = jax.jacfwd(lambda sub: measurement.own_rows(theta.at[idx].set(sub), data))(theta[idx])
-    return rows, jac @ tangents[0][idx]
+    rows, jac = measurement.own_jacobian(theta, data)
+    return rows, jac @ tangents[0][jnp.asarray(measurement.own_parameters())]
+
