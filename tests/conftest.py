@@ -16,3 +16,17 @@ def shared_path(relative: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not available")
     return path
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_code():
+    """Drop JAX's compiled executables after each test module. Every executable holds memory
+    mappings; over the whole suite one process would pass the kernel's limit (vm.max_map_count,
+    65530 by default) and XLA aborts in the middle of a compilation."""
+    yield
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()

@@ -58,7 +58,7 @@ def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measu
 
 def location(measurement: Measurement, data, theta) -> np.ndarray:
     """Mean position (root frame) of the measured links over the rows: where in the workspace the data are."""
-    poses = measurement.jitted("link_poses", static_argnums=2)(jnp.asarray(theta), jnp.asarray(data["q"]), measurement.links())
+    poses = measurement.jitted("link_poses", static_argnums=2)(jnp.asarray(theta), jnp.asarray(measurement.configurations(data)), measurement.links())
     return np.asarray(poses[..., :3, 3]).reshape(-1, 3).mean(axis=0)
 
 
@@ -88,9 +88,10 @@ def generalization_warnings(measurement: Measurement, training: dict, held_out: 
         if fit > MISFIT:
             reasons.append(f"on its training data the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma ({h} {train['after'][h] * 1e3:.3f} mm)")
         reasons += [f"it makes {path} worse than the nominal model ({h} {r['before'][h] * 1e3:.3f} -> {r['after'][h] * 1e3:.3f} mm)" for path, r in worse]
+        found = "; ".join(reasons)
         warnings.append({
             "kind": "joint_uncertainty",
-            "message": "; ".join(reasons)[0].upper() + "; ".join(reasons)[1:] + ". The calibration assumes exact joint readings: backlash, joint elasticity or encoder errors "
+            "message": found[0].upper() + found[1:] + ". The calibration assumes exact joint readings: backlash, joint elasticity or encoder errors "
             "violate that, and no set of origin parameters can then fit every configuration. Check the joints (e.g. repeat a configuration from both sides) before trusting this model.",
             "evidence": evidence,
         })

@@ -50,6 +50,15 @@ def test_panda_training_placement_matches_the_reference(panda) -> None:
     assert metrics["removed"] >= 0.979
     assert metrics["after"]["distortion"] < 0.01e-3  # the caliper distance is met to its 0.02 mm sigma
     assert cal.solution.converged
+    png = (panda[1] / "front.png").read_bytes()  # the ball centers before/after, in the result folder
+    assert png.startswith(b"\x89PNG") and png in _embedded_images(panda[1] / "report.html")
+
+
+def _embedded_images(html_path: Path) -> list[bytes]:
+    import base64
+    import re
+
+    return [base64.b64decode(b) for b in re.findall(r'src="data:image/png;base64,([^"]+)"', html_path.read_text())]
 
 
 @pytest.mark.parametrize(("placement", "removed"), [("back-high", 0.88), ("right", 0.94)])

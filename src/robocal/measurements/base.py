@@ -133,6 +133,11 @@ class Measurement(ABC):
 
     # ---- shared helpers -------------------------------------------------------------------
 
+    @staticmethod
+    def configurations(data) -> np.ndarray:
+        """(n, n_actuated) joint values of each row of a data pytree."""
+        return np.asarray(data["q"])
+
     def chain_joints(self) -> tuple[str, ...]:
         """The actuated joints that move `links()`: the joint values each data row must give."""
         return self.ctx.robot.tree.actuated_for(self.links())
