@@ -182,6 +182,15 @@ def design(
     out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
 
 
+def progress_bar(remaining: bool = False):
+    """The commands' progress bar on stderr (description, bar, done of total, elapsed and, for
+    long runs, remaining time); it disappears when done."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()] + ([TimeRemainingColumn()] if remaining else [])
+    return Progress(*columns, console=err, transient=True)
+
+
 def _csv_list(value: str, cast=str) -> tuple:
     try:
         return tuple(cast(v.strip()) for v in value.split(",") if v.strip())
@@ -206,7 +215,6 @@ def study(
     Writes study.json (curves, checks, every hand) and study.png."""
     import time
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from robocal.study.hands import StudyConfig, run_hands
     from robocal.study.plot import plot_study
@@ -222,7 +230,7 @@ def study(
     workers = min(workers or os.cpu_count() or 1, hands)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as bar:
+    with progress_bar(remaining=True) as bar:
         task = bar.add_task(f"hands ({workers} processes; the first hand compiles)", total=hands)
         rows = run_hands(config, workers=workers, progress=lambda _row: bar.advance(task))
     summary = summarize(config, rows, time.perf_counter() - started)
@@ -259,14 +267,13 @@ def simulate_contact(
 
     Writes contacts.csv, true.urdf (the true hand), the DH table and geometry, and problem.yaml."""
     import numpy as np
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from robocal.simulation.contact import FAILURES, REJECTIONS, dlr_hand_pairs, simulate_dlr_hand
 
     pairs = dlr_hand_pairs()
     done: dict = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("contact search", total=len(pairs) * n_per_pair)
 
         def progress(pair, count, _n):
@@ -312,12 +319,11 @@ def simulate_sockets(
     Writes nominal.urdf, true.urdf, data/<placement>/hole_0.csv and hole_1.csv, one <placement>.yaml
     per plate placement, and truth.json (socket centers, nominal MAE and joint-noise floor)."""
     import numpy as np
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from robocal.simulation.sockets import simulate_sockets as run
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("sampling configurations (the first socket compiles)", total=None)
 
         def progress(done, total, label):
