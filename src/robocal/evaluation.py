@@ -12,11 +12,11 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from robocal.analysis.task_error import task_errors
+from robocal.analysis.task_uncertainty import Task
 from robocal.calibration import MISFIT, measurement_metrics
 from robocal.measurements.base import Measurement, summarize
 from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
-from robocal.kinematics.tree import KinematicTree
 from robocal.problem import Problem, load_problem
 from robocal.problem.build import load_robot
 from robocal.results import read_results
@@ -108,12 +108,6 @@ def generalization_warnings(measurement: Measurement, training: dict, held_out: 
     return warnings
 
 
-def default_tips(tree: KinematicTree) -> tuple[str, ...]:
-    """The tree's end effectors (DH tables name them), else its leaf links."""
-    parents = {j.parent for j in tree.joints}
-    return tree.end_effectors or tuple(link for link in tree.links if link not in parents)
-
-
 def evaluate_truth(
     problem_path: Path,
     result: Path,
@@ -123,25 +117,16 @@ def evaluate_truth(
     n: int = 1000,
     seed: int = 0,
 ) -> dict:
-    """Task errors (m) of the nominal and the calibrated robot against a true robot file.
+    """Task errors (m) of the nominal and the calibrated robot against a true robot file, for the
+    task `Task.default` makes of `reference` and `tips` (the one `task:` and `robocal design` use).
 
     The test set is `uniform_cartesian_test_set` of the nominal robot over all tips (reference
-    included); each model's errors are summarized over every configuration and tip f != reference.
+    included); each model's errors are summarized over every configuration and tip.
     """
     problem, _, after = load_stored(problem_path, result)
     robot, block = problem.robot, problem.layout.blocks["robot"]
-    tips = tuple(tips or default_tips(problem.tree))
-    reference = reference or tips[0]
+    task = Task.default(problem, reference, tips, n=n, seed=seed)
     true_robot = RobotModel(load_robot(truth))
-    q = uniform_cartesian_test_set(robot, robot.nominal, (reference, *tips), n, seed)
-    task = {name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, reference, tips)) for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))}
-    return {
-        "truth": str(truth),
-        "result": str(result),
-        "reference": reference,
-        "tips": [tip for tip in dict.fromkeys(tips) if tip != reference],
-        "n": n,
-        "seed": seed,
-        "unit": "m",
-        "task": task,
-    }
+    q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), n, seed)
+    errors = {name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips)) for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))}
+    return {"truth": str(truth), "result": str(result), "reference": task.reference, "tips": list(task.tips), "n": n, "seed": seed, "unit": "m", "task": errors}

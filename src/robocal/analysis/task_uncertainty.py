@@ -23,9 +23,16 @@ import numpy as np
 from robocal.analysis.doptimal import TaskMetric
 from robocal.analysis.task_error import task_jacobians
 from robocal.errors import RobocalError
+from robocal.kinematics.tree import KinematicTree
 from robocal.simulation.testset import uniform_cartesian_test_set
 
 DRAWS = 256  # standard normal draws for E|e|
+
+
+def default_tips(tree: KinematicTree) -> tuple[str, ...]:
+    """The tree's end effectors (DH tables name them), else its leaf links."""
+    parents = {j.parent for j in tree.joints}
+    return tree.end_effectors or tuple(link for link in tree.links if link not in parents)
 
 
 @dataclass(frozen=True)
@@ -41,8 +48,6 @@ class Task:
     def default(cls, problem, reference: str | None = None, tips: Sequence[str] | None = None, **options) -> "Task":
         """Tips default to the robot's end effectors (else its leaf links); the reference to the
         first tip, or the root link when there is one tip."""
-        from robocal.evaluation import default_tips
-
         tips = tuple(tips or default_tips(problem.tree))
         reference = reference or (tips[0] if len(tips) > 1 else problem.tree.root)
         for link in (reference, *tips):
