@@ -229,10 +229,11 @@ def test_marker_rows_and_points():
     from types import SimpleNamespace
 
     from robocal.analysis.sensitivity import mode_rows
+    from robocal.measurements.markers import MarkerMeasurement
 
-    markers = SimpleNamespace(
-        n=2, type_name="markers", config=SimpleNamespace(points=[1, 2]), row_sigmas=lambda: np.ones(9), links=lambda: ("fore_tip",)
-    )
+    markers = object.__new__(MarkerMeasurement)  # two rows of two points and an orientation: 9 columns
+    markers.config = SimpleNamespace(link="fore_tip", points=[1, 2], sigma=1.0, orientation=SimpleNamespace(sigma=1.0))
+    markers.lines = np.arange(2)
     jacobian = np.arange(18 * 4, dtype=float).reshape(18, 4)
     kept = mode_rows(markers, jacobian, lambda link: link == "fore_tip")
     assert np.array_equal(kept.jacobian, jacobian)

@@ -7,11 +7,10 @@ or all of them; without links the mode is the whole problem. In a mode:
 
 - rows: only those of measurements on the mode's links. A link belongs to the mode when every
   joint between it and the root also lies between the root and one of the mode's links (so the
-  phalanges of a finger belong with its tip). A `contact` row is kept when both its bodies
-  belong; a `task` measurement keeps the vectors between the tips that belong, re-referenced to
-  its reference tip if that belongs, else to the first one that does (rows p_l - p_r become
-  p_l - p_b = (p_l - p_r) - (p_b - p_r), a linear map of its rows), and has no rows with fewer
-  than two; any other measurement is kept whole when all its links belong, else dropped;
+  phalanges of a finger belong with its tip). Each measurement decides which of its rows a mode
+  keeps (`Measurement.rows_in_mode`): a `contact` row when both its bodies belong; a `task`
+  measurement the vectors between the tips that belong, re-referenced to one of them; any other
+  measurement is kept whole when all its links belong, else dropped;
 - parameters (columns): the robot parameters that move the mode's links
   (`RobotModel.parameters_affecting`), and the non-robot parameters (frames, marker offsets) that
   change some kept row. Without links every robot parameter is kept.
@@ -57,32 +56,12 @@ def measurement_jacobians(problem: Problem, theta: np.ndarray | None = None) -> 
     return np.split(jac, np.cumsum(sizes)[:-1])
 
 
-def _groups(n: int, k: int, size: int) -> list[np.ndarray]:
-    """Row indices of consecutive `size`-row points in n blocks of k rows (the first k - k % size of each)."""
-    return [i * k + np.arange(c, c + size) for i in range(n) for c in range(0, k - k % size, size)]
-
-
 def mode_rows(measurement: Measurement, jacobian: np.ndarray, belongs) -> MeasurementRows:
-    """The rows of one measurement in a mode (module docstring); `belongs(link)` tells the mode's links."""
-    m, n = measurement, measurement.n
-    k, p = len(m.row_sigmas()), jacobian.shape[1]
-    blocks = jacobian.reshape(n, k, p)
-    if m.type_name == "contact":
-        keep = np.array([all(belongs(link) for link in m.pairs[int(i)]) for i in np.asarray(m.data["pair"])], bool)
-        return MeasurementRows(m, blocks[keep, 0], _groups(int(keep.sum()), 1, 1))
-    if m.type_name == "task":
-        tips = [m.config.reference, *m.config.links]
-        inside = [i for i, tip in enumerate(tips) if belongs(tip)]
-        if len(inside) < 2:
-            return MeasurementRows(m, np.zeros((0, p)), [])
-        relative = np.concatenate([np.zeros((n, 3, p)), blocks], axis=1).reshape(n, len(tips), 3, p)  # tip i minus the reference
-        rows = (relative[:, inside[1:]] - relative[:, inside[:1]]).reshape(-1, p)
-        return MeasurementRows(m, rows, _groups(n, 3 * (len(inside) - 1), 3))
-    if not all(belongs(link) for link in m.links()):
-        return MeasurementRows(m, np.zeros((0, p)), [])
-    size = 3 if m.type_name == "markers" else 1  # marker points; their orientation rows (rad) are no point
-    k_points = 3 * len(m.config.points) if m.type_name == "markers" else k
-    return MeasurementRows(m, blocks.reshape(-1, p), [g for g in _groups(n, k, size) if g[-1] % k < k_points])
+    """The rows of one measurement in a mode (module docstring); `belongs(link)` tells the mode's
+    links. What a measurement keeps is its own business (`Measurement.rows_in_mode`)."""
+    m = measurement
+    rows, points = m.rows_in_mode(jacobian.reshape(m.n, len(m.row_sigmas()), jacobian.shape[1]), belongs)
+    return MeasurementRows(m, rows, points)
 
 
 @dataclass(frozen=True)

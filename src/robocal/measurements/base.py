@@ -55,6 +55,12 @@ def summarize(errors: np.ndarray) -> dict[str, float]:
     return {"rms": float(np.sqrt(np.mean(e**2))), "mean": float(e.mean()), "max": float(e.max())}
 
 
+def point_groups(n: int, k: int, columns: list[np.ndarray]) -> list[np.ndarray]:
+    """Row indices of each measured point in n blocks of k Jacobian rows, one group per entry of
+    `columns` (the columns of a data row that measure one point) in each block."""
+    return [i * k + c for i in range(n) for c in columns]
+
+
 def measurement_errors(measurement: Measurement, data, theta) -> np.ndarray:
     """Unwhitened errors (n, m) in SI units of one measurement on `data` at `theta` (jitted)."""
     return np.asarray(measurement.jitted("errors")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
@@ -117,6 +123,21 @@ class Measurement(ABC):
         """A matplotlib Figure of this measurement's data before/after calibration, if it has one
         beyond the generic error plots (e.g. the predicted ball centers of a socket)."""
         return None
+
+    def point_columns(self) -> list[np.ndarray]:
+        """The columns of a row that together measure one point (the Schroer scaling of
+        `robocal analyze`); by default each column alone."""
+        return [np.array([c]) for c in range(len(self.row_sigmas()))]
+
+    def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
+        """This measurement's unweighted Jacobian (n, k, P) in a mode of `robocal analyze`
+        (`belongs(link)` tells the mode's links): the kept rows (r, P) and the row indices of each
+        measured point in them. By default the measurement is kept whole when all its links
+        belong to the mode, else dropped."""
+        n, k, p = blocks.shape
+        if not all(belongs(link) for link in self.links()):
+            return np.zeros((0, p)), []
+        return blocks.reshape(-1, p), point_groups(n, k, self.point_columns())
 
     def own_jacobian(self, theta, data):
         """For measurements whose `rows` are `rows_on_own_parameters`: (own_rows, their Jacobian

@@ -18,7 +18,7 @@ import numpy as np
 
 from robocal.errors import InputError
 from robocal.geometry.links import link_distance
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
+from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, point_groups
 
 
 class ContactConfig(MeasurementConfig):
@@ -97,6 +97,11 @@ class ContactMeasurement(Measurement):
 
     def rows(self, theta, data):
         return _whitened_rows(self, theta, data)
+
+    def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The contacts whose two bodies both belong to the mode."""
+        keep = np.array([all(belongs(link) for link in self.pairs[int(i)]) for i in np.asarray(self.data["pair"])], bool)
+        return blocks[keep, 0], point_groups(int(keep.sum()), 1, self.point_columns())
 
     def row_sigmas(self) -> np.ndarray:
         return np.array([self.config.sigma])

@@ -137,6 +137,10 @@ class MarkerMeasurement(Measurement):
         angle = jax.vmap(lambda rm, rp: tf.matrix_to_rotvec(rm.T @ rp))(measured, rotations)
         return jnp.concatenate([rows, angle * jnp.asarray(o.mask, dtype=float) / o.sigma], axis=1)
 
+    def point_columns(self) -> list[np.ndarray]:
+        """One point per marker; the orientation columns (rad) are no point."""
+        return [np.arange(3 * j, 3 * j + 3) for j in range(len(self.config.points))]
+
     def row_sigmas(self) -> np.ndarray:
         sigmas = np.full(3 * len(self.config.points), self.config.sigma)
         if self.config.orientation is not None:

@@ -164,6 +164,10 @@ class SocketMeasurement(Measurement):
         error = jnp.linalg.norm(centers[1] - centers[0]) - cfg.distance
         return jnp.concatenate([rows, jnp.full((n, 1), error / (cfg.distance_sigma * np.sqrt(n)))], axis=1)
 
+    def point_columns(self) -> list[np.ndarray]:
+        """The ball center, and the distance error where there is one."""
+        return [np.arange(3)] + ([np.array([3])] if self.config.distance is not None else [])
+
     def row_sigmas(self) -> np.ndarray:
         cfg = self.config
         sigmas = [cfg.sigma] * 3

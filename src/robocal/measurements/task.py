@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
+from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, point_groups
 
 
 class TaskConfig(MeasurementConfig):
@@ -59,6 +59,19 @@ class TaskMeasurement(Measurement):
     def rows(self, theta, data):
         n = data["q"].shape[0]
         return ((self.predict(theta, data) - data["relative"]) / self.config.sigma).reshape(n, -1)
+
+    def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The vectors between the tips that belong to the mode, re-referenced to the reference
+        tip if it belongs, else to the first tip that does (p_l - p_b = (p_l - p_r) - (p_b - p_r),
+        a linear map of the rows); none with fewer than two tips."""
+        n, _, p = blocks.shape
+        tips = [self.config.reference, *self.config.links]
+        inside = [i for i, tip in enumerate(tips) if belongs(tip)]
+        if len(inside) < 2:
+            return np.zeros((0, p)), []
+        relative = np.concatenate([np.zeros((n, 3, p)), blocks], axis=1).reshape(n, len(tips), 3, p)  # tip i minus the reference
+        rows = (relative[:, inside[1:]] - relative[:, inside[:1]]).reshape(-1, p)
+        return rows, point_groups(n, 3 * (len(inside) - 1), [np.arange(3 * j, 3 * j + 3) for j in range(len(inside) - 1)])
 
     def row_sigmas(self) -> np.ndarray:
         return np.full(3 * len(self.config.links), self.config.sigma)
