@@ -191,9 +191,9 @@ class Measurement(ABC):
 def rows_on_own_parameters(measurement, theta, data):
     """`measurement.own_rows(theta, data)`, differentiated only with respect to
     `measurement.own_parameters()`: the entries of theta its rows can depend on (e.g. the 16 of a
-    hand's 64 DH parameters that move one finger), through `measurement.own_jacobian`. Under the
-    solver's `jacfwd` the Jacobian is pushed through that many tangents instead of one per
-    parameter of the whole problem."""
+    hand's 64 DH parameters that move one finger). The solver's `jacfwd` then gets the rows'
+    Jacobian from `measurement.own_jacobian`, over those parameters only, instead of pushing one
+    tangent per parameter of the whole problem through the rows."""
     return measurement.own_rows(theta, data)
 
 
@@ -202,4 +202,3 @@ def _rows_on_own_parameters_jvp(measurement, primals, tangents):
     theta, data = primals
     rows, jac = measurement.own_jacobian(theta, data)
     return rows, jac @ tangents[0][jnp.asarray(measurement.own_parameters())]
-

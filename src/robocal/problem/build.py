@@ -84,7 +84,7 @@ class Problem:
             ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]")
             self.measurements.append(types[mc.type](mc, ctx))
         if config.solver.outlier_threshold is not None:
-            for i, m in enumerate(self.measurements):
+            for m in self.measurements:
                 if not m.independent_rows:
                     raise InputError(path, f"measurement '{m.name}' ({m.type_name}): its rows share estimates, so no row can be rejected; remove solver.outlier_threshold", field="solver.outlier_threshold")
         names = [m.name for m in self.measurements]
