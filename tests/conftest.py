@@ -18,6 +18,19 @@ def shared_path(relative: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _compilation_cache(tmp_path_factory):
+    """One persistent compilation cache for the run, empty at its start (as on a clean CI
+    machine) and shared with the `robocal` subprocesses: problems of the same structure (the
+    hands of a study, the folds of a cross-validation) compile once, not once per Problem."""
+    import os
+
+    from robocal.runtime import enable_compilation_cache
+
+    os.environ["ROBOCAL_JAX_CACHE"] = str(tmp_path_factory.mktemp("jax_cache"))
+    enable_compilation_cache()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_code():
     """Drop JAX's compiled executables after each test module. Every executable holds memory
