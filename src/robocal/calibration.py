@@ -34,8 +34,10 @@ class Calibration:
     def estimate(self) -> np.ndarray:
         return self.solution.theta
 
+    @cached_property
     def metrics(self) -> list[dict]:
-        """Before/after per measurement over the rows the fit kept (rejected rows are listed apart)."""
+        """Before/after per measurement over the rows the fit kept (rejected rows are listed apart);
+        computed once, for report.json, the HTML report and the console alike."""
         return [measurement_metrics(m, m.data, self.baseline, self.estimate, mask > 0) for m, mask in zip(self.problem.measurements, self.solution.masks)]
 
     def parameters(self) -> list[dict]:
@@ -81,7 +83,7 @@ class Calibration:
         return {
             "problem": str(self.problem.path),
             "parameters": self.parameters(),
-            "measurements": self.metrics(),
+            "measurements": self.metrics,
             "solver": {"iterations": s.iterations, "converged": s.converged, "seconds": s.seconds, "compile_seconds": s.compile_seconds, "cost": s.cost},
             "identifiability": {
                 "n_parameters": self.identifiability.n_parameters,

@@ -44,7 +44,7 @@ def held_out(cal, unit: str, placement: str) -> dict:
 def test_panda_training_placement_matches_the_reference(panda) -> None:
     """README: panda_1/front MAE 10.34 mm -> 0.217 mm, 97.9 % removed."""
     cal, _ = panda
-    metrics = cal.metrics()[0]
+    metrics = cal.metrics[0]
     assert metrics["before"]["mae"] == pytest.approx(10.34e-3, abs=0.005e-3)  # the nominal model: no fit involved
     assert metrics["after"]["mae"] <= 0.22e-3
     assert metrics["removed"] >= 0.979
@@ -86,7 +86,7 @@ def test_panda_rank_and_the_parameters_with_zero_gradient(panda) -> None:
 def test_kuka_training_placement(tmp_path_factory) -> None:
     """README: kuka_14/front 0.72 mm -> 0.107 mm, 85 % removed."""
     cal, _ = calibrated(tmp_path_factory, "kuka_14_front")
-    metrics = cal.metrics()[0]
+    metrics = cal.metrics[0]
     assert metrics["before"]["mae"] == pytest.approx(0.72e-3, abs=0.005e-3)
     assert metrics["removed"] >= 0.85
 
@@ -107,7 +107,7 @@ def test_xyzrpy_and_full_parameterizations_reach_the_same_optimum(panda, tmp_pat
     points = m.predicted_points(m.data, cal.estimate)
     points_full = m_full.predicted_points(m_full.data, full.estimate)
     assert np.abs(points - points_full).max() < 1e-6
-    assert full.metrics()[0]["after"]["mae"] == pytest.approx(cal.metrics()[0]["after"]["mae"], rel=1e-4)
+    assert full.metrics[0]["after"]["mae"] == pytest.approx(cal.metrics[0]["after"]["mae"], rel=1e-4)
     assert full.solution.cost == pytest.approx(cal.solution.cost, rel=1e-4)
 
 
@@ -152,7 +152,7 @@ def test_gen3_lite_backlash_is_reported_with_its_evidence(tmp_path_factory) -> N
     """README: the Gen3 lite (dinova_1) removes only ~32 % on its training placement and makes
     lower_left worse: the joints are not the exact readings the method assumes."""
     cal, folder = calibrated(tmp_path_factory, "dinova_1_front")
-    assert 0.25 < cal.metrics()[0]["removed"] < 0.40
+    assert 0.25 < cal.metrics[0]["removed"] < 0.40
     report = evaluate_files(EXAMPLES / "dinova_1_front.yaml", folder, [DATA / "dinova_1" / "lower_left"])
     (warning,) = [w for w in report["warnings"] if w["kind"] == "joint_uncertainty"]
     lower_left = report["evaluations"][0]["measurements"][0]

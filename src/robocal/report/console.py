@@ -17,7 +17,7 @@ def print_summary(cal: Calibration, console: Console) -> None:
     table = Table(title="errors (mm): before = nominal robot, frames fitted; after = calibrated")
     for col in ("measurement", "n", "figure", "before", "after", "removed", "max before", "max after"):
         table.add_column(col, justify="left" if col in ("measurement", "figure") else "right")
-    metrics = cal.metrics()
+    metrics = cal.metrics
     for m in metrics:
         b, a, h = m["before"], m["after"], m["headline"]
         removed = "" if m["removed"] is None else f"{m['removed'] * 100:.1f} %"

@@ -95,7 +95,7 @@ def _errors(measurement, theta) -> np.ndarray:
 def _measurement_section(cal: Calibration, index: int, figures: dict[str, bytes]) -> str:
     m = cal.problem.measurements[index]
     before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
-    metrics = cal.metrics()[index]  # the figures of report.json: rejected rows left out
+    metrics = cal.metrics[index]  # the figures of report.json: rejected rows left out
     rows = [[stat, 1e3 * value, 1e3 * metrics["after"][stat]] for stat, value in metrics["before"].items()]
     caption = f"{m.name} ({m.type_name}, {m.error_label}, {metrics['n']} values, {metrics['rejected']} rows rejected)"
     table = table_html(["statistic", "before (mm)", "after (mm)"], rows, caption)
