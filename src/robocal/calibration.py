@@ -7,6 +7,7 @@ and is the `before` of every report. The MAP fit starts from it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,8 +20,9 @@ from robocal.analysis.identifiability import Identifiability, identifiability
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
 from robocal.measurements.base import Measurement, summarize
 from robocal.problem import Problem
-from robocal.solver import Solution, solve
-from robocal.solver.map import rows_and_jacobian
+from robocal.errors import InputError
+from robocal.solver import Rejection, Solution, solve
+from robocal.solver.map import laplace, rows_and_jacobian
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Calibration:
                     "file": str(m.config.data),
                     "line": int(m.lines[r.row]),
                     "normalized_error": r.normalized_error,
-                    "reason": f"whitened error {r.normalized_error:.2f} > threshold {r.threshold:g} (round {r.round})",
+                    "reason": r.reason or f"whitened error {r.normalized_error:.2f} > threshold {r.threshold:g} (round {r.round})",
                 }
             )
         return out
@@ -148,13 +150,35 @@ def solver_options(problem: Problem) -> dict:
     return dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
 
 
+def closed_form_solution(problem: Problem) -> Solution:
+    """`solver.method: closed_form`: the one measurement's closed-form estimate, with the posterior
+    covariance of the MAP model at it (so std and identifiability read as after a MAP fit)."""
+    offering = [(i, m, m.closed_form(problem.theta0)) for i, m in enumerate(problem.measurements)]
+    offering = [o for o in offering if o[2] is not None]
+    if len(offering) != 1:
+        have = ", ".join(m.name for _, m, _ in offering) or "none"
+        raise InputError(problem.path, f"method closed_form needs exactly one measurement with a closed-form estimate (here: {have}); use method: map to combine several", field="solver.method")
+    block, measurement, estimate = offering[0]
+    theta = problem.theta0.copy()
+    for index, value in estimate.values.items():
+        theta[index] = value
+    masks = [np.ones(m.n) for m in problem.measurements]
+    masks[block] = estimate.keep.astype(float)
+    started = time.perf_counter()
+    covariance, cost = laplace(problem.map_problem, theta, masks)
+    rejections = [Rejection(block, row, float("nan"), None, 0, reason) for row, reason in sorted(estimate.left_out.items())]
+    return Solution(theta, covariance, np.sqrt(np.diag(covariance)), 0, True, time.perf_counter() - started, 0.0, cost, masks, rejections)
+
+
 def calibrate(problem: Problem) -> Calibration:
     cfg, options = problem.config.solver, solver_options(problem)
-    not_robot = np.ones(len(problem.layout), bool)
-    not_robot[problem.layout.blocks["robot"]] = False
+    not_model = ~problem.model_parameters()
     baseline = problem.theta0
-    if not_robot.any():
-        baseline = solve(problem.map_problem, baseline, free=not_robot, **options).theta
-    solution = solve(problem.map_problem, baseline, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
+    if not_model.any():
+        baseline = solve(problem.map_problem, baseline, free=not_model, **options).theta
+    if cfg.method == "closed_form":
+        solution = closed_form_solution(problem)
+    else:
+        solution = solve(problem.map_problem, baseline, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
     jac = unweighted_jacobian(problem, solution.theta, solution.masks)
     return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names))

@@ -3,8 +3,8 @@
 - report.json: parameters, before/after metrics, solver and identifiability summary;
 - frames.yaml: every problem frame as xyz + rpy + quaternion, for the baseline and the
   calibrated fit, and the `initial` pose both are expressed relative to;
-- calibrated.urdf: the input URDF with the calibrated joint origins changed (lossless), or, for
-  a DH-table robot, a URDF generated from the calibrated table;
+- calibrated.urdf (when the problem has a `robot:`): the input URDF with the calibrated joint
+  origins changed (lossless), or, for a DH-table robot, a URDF generated from the calibrated table;
 - report.html: tables and plots;
 - <measurement name>.png: a measurement's own before/after figure, where it has one (e.g. the
   predicted ball centers per socket of a `socket` measurement).
@@ -46,7 +46,7 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     problem = cal.problem
-    written = [out / "report.json", out / "frames.yaml", out / "calibrated.urdf", out / "report.html"]
+    written = [out / "report.json", out / "frames.yaml", out / "report.html"]
     written[0].write_text(json.dumps(cal.report(), indent=2) + "\n")
     frames = {}
     for name, frame in problem.frames.items():
@@ -54,13 +54,15 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
         frames[name] = {"initial": _pose(frame.initial), "baseline": _pose(frame.estimate(cal.baseline)), "calibrated": _pose(frame.estimate(cal.estimate)), "std_local": std}
     header = "# Frames estimated by robocal: pose of the frame as xyz (m), URDF rpy (rad) and quaternion.\n# std_local: std of the 6 local corrections (dx, dy, dz in m, rotation vector in rad) about `initial`.\n"
     written[1].write_text(header + yaml.safe_dump(frames, sort_keys=False))
-    origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in problem.robot.calibrated_origins(cal.estimate[problem.layout.blocks["robot"]]).items()}
-    if problem.tree.source_kind == "urdf":
-        write_calibrated_urdf(problem.tree.source, written[2], origins)
-    else:
-        write_urdf(problem.tree, written[2], origins)
+    if problem.tree is not None:
+        written.append(out / "calibrated.urdf")
+        origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in problem.robot.calibrated_origins(cal.estimate[problem.layout.blocks["robot"]]).items()}
+        if problem.tree.source_kind == "urdf":
+            write_calibrated_urdf(problem.tree.source, written[-1], origins)
+        else:
+            write_urdf(problem.tree, written[-1], origins)
     figures = measurement_figures(cal)
-    write_html_report(cal, written[3], figures)
+    write_html_report(cal, written[2], figures)
     for name, png in figures.items():
         written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".png"))
         written[-1].write_bytes(png)

@@ -42,6 +42,7 @@ class BuildContext:
     layout: ParameterLayout
     geometry: dict = field(default_factory=dict)  # link -> tuple of LinkShape (robocal.geometry.links)
     config_field: str = ""  # e.g. "measurements[0]", for error messages
+    drive: slice | None = None  # the problem's differential-drive parameters, if it has a `drive:`
 
     def resolve(self, path: Path) -> Path:
         return path if path.is_absolute() else self.problem_path.parent / path
@@ -66,6 +67,16 @@ def measurement_errors(measurement: Measurement, data, theta) -> np.ndarray:
     return np.asarray(measurement.jitted("errors")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
 
 
+@dataclass
+class ClosedForm:
+    """A closed-form estimate: parameter values by index into theta, the rows it used, and why
+    each of the others was left out (row index -> reason)."""
+
+    values: dict[int, float]
+    keep: np.ndarray
+    left_out: dict[int, str] = field(default_factory=dict)
+
+
 class Measurement(ABC):
     """A block of residual rows; `rows` and `errors` are pure JAX functions of (theta, data)."""
 
@@ -74,6 +85,8 @@ class Measurement(ABC):
     error_label: ClassVar[str] = "error"
     headline: ClassVar[str] = "rms"  # the figure that before/after and `removed` are judged by
     independent_rows: ClassVar[bool] = True  # False: rows share estimates (e.g. a mean), so none may be dropped
+    needs_robot: ClassVar[bool] = True  # False: the measurement works without `robot:` (e.g. a mobile base alone)
+    needs_drive: ClassVar[bool] = False  # True: it needs the problem's `drive:`
 
     def __init__(self, config: MeasurementConfig, ctx: BuildContext):
         for joint in config.joints:
@@ -150,6 +163,10 @@ class Measurement(ABC):
 
     def frame_guess(self, frame: str, theta: np.ndarray) -> np.ndarray | None:
         """An initial pose for an `initial: auto` frame this measurement observes, if it can give one."""
+        return None
+
+    def closed_form(self, theta: np.ndarray) -> ClosedForm | None:
+        """This measurement's own closed-form estimate (`solver.method: closed_form`), if it has one."""
         return None
 
     # ---- shared helpers -------------------------------------------------------------------

@@ -6,10 +6,11 @@ from __future__ import annotations
 def measurement_types() -> dict[str, type]:
     from robocal.measurements.contact import ContactMeasurement
     from robocal.measurements.markers import MarkerMeasurement
+    from robocal.measurements.odometry import OdometryMeasurement
     from robocal.measurements.socket import SocketMeasurement
     from robocal.measurements.task import TaskMeasurement
 
-    return {cls.type_name: cls for cls in (MarkerMeasurement, ContactMeasurement, TaskMeasurement, SocketMeasurement)}
+    return {cls.type_name: cls for cls in (MarkerMeasurement, ContactMeasurement, TaskMeasurement, SocketMeasurement, OdometryMeasurement)}
 
 
 def config_classes() -> list[type]:

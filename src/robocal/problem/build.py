@@ -18,7 +18,8 @@ from robocal.kinematics.tree import KinematicTree
 from robocal.kinematics.urdf import load_urdf
 from robocal.measurements.base import BuildContext, Measurement
 from robocal.measurements.registry import measurement_types
-from robocal.parameters import ParameterLayout
+from robocal.mobile.drive import NAMES as DRIVE_NAMES
+from robocal.parameters import Parameter, ParameterLayout
 from robocal.frames import Frame, placement_matrix
 from robocal.problem.schema import ProblemConfig
 from robocal.solver import MapProblem
@@ -50,17 +51,10 @@ class Problem:
     def __init__(self, config: ProblemConfig, path: Path, frame_initials: dict[str, np.ndarray] | None = None, unidentifiable: tuple[str, ...] = ()):
         """`unidentifiable`: robot parameters dropped by `parameters.select: identifiable`."""
         self.config, self.path, self.unidentifiable = config, path, unidentifiable
-        robot_path = config.robot if config.robot.is_absolute() else path.parent / config.robot
-        self.tree = load_robot(robot_path)
-        for name in config.joint_values:
-            if name not in self.tree.actuated:
-                raise InputError(path, f"'{name}' is not an actuated joint of {robot_path.name}", field=f"joint_values.{name}")
-        try:
-            self.robot = RobotModel(self.tree, joint_modes(self.tree, config.parameters, path), fixed=[*config.parameters.fixed, *unidentifiable])
-        except RobocalError as exc:
-            raise InputError(path, str(exc), field="parameters") from None
         self.layout = ParameterLayout()
-        robot_block = self.layout.add("robot", list(self.robot.parameters))
+        self.tree, self.robot = self._load_robot()
+        robot_block = self.layout.add("robot", list(self.robot.parameters) if self.robot else [])
+        drive_block = self.layout.add("drive", drive_parameters(config.drive)) if config.drive else None
         self.frames: dict[str, Frame] = {}
         for name, fc in config.frames.items():
             initial = None if fc.initial == "auto" else placement_matrix(fc.initial.xyz, fc.initial.rpy)
@@ -70,19 +64,28 @@ class Problem:
             if fc.estimate:
                 frame.block = self.layout.add(f"frame:{name}", frame.parameters(fc.prior.translation, fc.prior.rotation))
             self.frames[name] = frame
+        if self.tree is None:
+            for key in ("task", "frames", "joint_values"):
+                if getattr(config, key):
+                    raise InputError(path, "needs a robot: give `robot:` (a URDF or DH table)", field=key)
         if config.task is not None:
             for key, link in [("reference", config.task.reference), *((f"tips[{i}]", tip) for i, tip in enumerate(config.task.tips))]:
                 if link is not None and not self.tree.has_link(link):
                     raise InputError(path, f"unknown link '{link}'", field=f"task.{key}")
         self.geometry = load_geometry(config.geometry, path.parent)
         for link in self.geometry:
-            if not self.tree.has_link(link):
+            if self.tree is None or not self.tree.has_link(link):
                 raise InputError(path, f"geometry given for unknown link '{link}'", field="geometry")
         types = measurement_types()
         self.measurements: list[Measurement] = []
         for i, mc in enumerate(config.measurements):
-            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]")
-            self.measurements.append(types[mc.type](mc, ctx))
+            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]", drive=drive_block)
+            kind = types[mc.type]
+            if kind.needs_robot and self.robot is None:
+                raise ctx.error(f"a '{mc.type}' measurement needs a robot: give `robot:` (a URDF or DH table)", "type")
+            if kind.needs_drive and drive_block is None:
+                raise ctx.error(f"a '{mc.type}' measurement needs a differential drive: give `drive:` (nominal wheel radii and wheelbase)", "type")
+            self.measurements.append(kind(mc, ctx))
         if config.solver.outlier_threshold is not None:
             for m in self.measurements:
                 if not m.independent_rows:
@@ -91,12 +94,35 @@ class Problem:
         if len(set(names)) != len(names):
             raise InputError(path, "measurement names must be unique", field="measurements")
         priors = config.priors
-        by_kind = {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point}
+        by_kind = {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point, "drive": priors.drive}
         try:
             self.layout.set_priors(by_kind, priors.overrides)
         except KeyError as exc:
             raise InputError(path, f"no parameter matches {exc}", field=f"priors.overrides.{exc.args[0]}") from None
         self._guess_frames()
+
+    def _load_robot(self) -> tuple[KinematicTree | None, RobotModel | None]:
+        config, path = self.config, self.path
+        if config.robot is None:
+            return None, None
+        robot_path = config.robot if config.robot.is_absolute() else path.parent / config.robot
+        tree = load_robot(robot_path)
+        for name in config.joint_values:
+            if name not in tree.actuated:
+                raise InputError(path, f"'{name}' is not an actuated joint of {robot_path.name}", field=f"joint_values.{name}")
+        try:
+            return tree, RobotModel(tree, joint_modes(tree, config.parameters, path), fixed=[*config.parameters.fixed, *self.unidentifiable])
+        except RobocalError as exc:
+            raise InputError(path, str(exc), field="parameters") from None
+
+    def model_parameters(self) -> np.ndarray:
+        """Boolean mask of the robot's own parameters (kinematics, drive), as opposed to what the
+        measurements add (frames, sensor mounts, marker offsets): the baseline keeps them nominal."""
+        mask = np.zeros(len(self.layout), bool)
+        for block in ("robot", "drive"):
+            if block in self.layout.blocks:
+                mask[self.layout.blocks[block]] = True
+        return mask
 
     def _guess_frames(self) -> None:
         theta = self.layout.nominal
@@ -128,6 +154,10 @@ class Problem:
         )
 
 
+def drive_parameters(config) -> list[Parameter]:
+    return [Parameter(name, "drive", getattr(config, name)) for name in DRIVE_NAMES]
+
+
 def jnp_tree(data: dict) -> dict:
     return jax.tree.map(jnp.asarray, data)
 
@@ -138,7 +168,7 @@ def unidentifiable_robot_parameters(problem: Problem) -> tuple[str, ...]:
     from robocal.calibration import unweighted_jacobian
 
     robot = np.zeros(len(problem.layout), bool)
-    robot[problem.layout.blocks["robot"]] = True
+    robot[problem.layout.blocks["robot"]] = True  # drive parameters are never dropped: three, and each observable
     keep = identifiable_subset(unweighted_jacobian(problem, problem.theta0), robot)
     return tuple(name for name, r, k in zip(problem.layout.names, robot, keep) if r and not k)
 

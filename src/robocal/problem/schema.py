@@ -55,10 +55,14 @@ class PriorConfig(Strict):
     rotation: PositiveFloat | None = 0.001
     joint_offset: PositiveFloat | None = 0.01
     point: PositiveFloat | None = None
+    drive: PositiveFloat | None = Field(None, description="wheel radii and wheelbase of a differential drive (m)")
     overrides: dict[str, PositiveFloat | None] = Field(default_factory=dict)
 
 
 class SolverConfig(Strict):
+    method: Literal["map", "closed_form"] = Field(
+        "map", description="closed_form: the measurement's own closed-form estimate (e.g. Censi's for odometry), with the MAP covariance at it"
+    )
     max_iterations: PositiveInt = 1000
     tolerance: PositiveFloat = 1e-10
     huber: PositiveFloat | None = Field(None, description="Huber threshold on a row's whitened error (in sigmas)")
@@ -78,8 +82,18 @@ class TaskConfig(Strict):
 MeasurementConfig = Annotated[Union[tuple(config_classes())], Field(discriminator="type")]
 
 
+class DriveConfig(Strict):
+    """A differential-drive base: nominal wheel radii and axle length (m), calibrated as parameters
+    wheel_radius_left, wheel_radius_right, wheelbase (prior: `priors.drive`)."""
+
+    wheel_radius_left: PositiveFloat
+    wheel_radius_right: PositiveFloat
+    wheelbase: PositiveFloat
+
+
 class ProblemConfig(Strict):
-    robot: Path
+    robot: Path | None = Field(None, description="URDF or DH table; may be omitted when only a mobile base (drive:) is calibrated")
+    drive: DriveConfig | None = None
     joint_values: dict[str, float] = Field(default_factory=dict, description="values of actuated joints absent from the data (default 0)")
     parameters: ParametersConfig = Field(default_factory=ParametersConfig)
     priors: PriorConfig = Field(default_factory=PriorConfig)

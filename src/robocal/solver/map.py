@@ -38,8 +38,9 @@ class Rejection:
     block: int
     row: int
     normalized_error: float
-    threshold: float
+    threshold: float | None
     round: int
+    reason: str | None = None  # set where the rule was not a whitened-error threshold
 
 
 @dataclass
@@ -229,22 +230,30 @@ def solve(
                 first_rejected.setdefault((b, int(i)), round_ + 1)
         masks = new
     rejections = [Rejection(b, i, float(errors[b][i]), outlier_threshold, r) for (b, i), r in sorted(first_rejected.items()) if masks[b][i] == 0]
-    blocks, jac = rows_and_jacobian(problem, theta)
-    row_mask = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks)])
-    idx = np.asarray(free_idx)
-    cov = np.zeros((len(theta), len(theta)))
-    cov[np.ix_(idx, idx)] = posterior_covariance((jac * row_mask[:, None])[:, idx], np.asarray(problem.prior_sqrt_precision)[idx])
-    kept = np.concatenate([(b * m[:, None]).ravel() for b, m in zip(blocks, masks)])
-    prior = (theta - problem.prior_mean) * problem.prior_sqrt_precision
+    covariance, cost = laplace(problem, theta, masks, np.asarray(free_idx))
     return Solution(
         theta=theta,
-        covariance=cov,
-        std=np.sqrt(np.diag(cov)),
+        covariance=covariance,
+        std=np.sqrt(np.diag(covariance)),
         iterations=total_steps,
         converged=converged,
         seconds=time.perf_counter() - started - compile_seconds,
         compile_seconds=compile_seconds,
-        cost=float(kept @ kept + prior @ prior),
+        cost=cost,
         masks=masks,
         rejections=rejections,
     )
+
+
+def laplace(problem: MapProblem, theta: np.ndarray, masks: list[np.ndarray], free: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """(posterior covariance, cost) at theta, the rows outside `masks` left out: the Gauss-Newton
+    (Laplace) approximation about an estimate, wherever the estimate came from. `free`: indices of
+    the parameters that were estimated (the others get zero covariance)."""
+    blocks, jac = rows_and_jacobian(problem, theta)
+    row_mask = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks)])
+    idx = np.arange(len(theta)) if free is None else free
+    cov = np.zeros((len(theta), len(theta)))
+    cov[np.ix_(idx, idx)] = posterior_covariance((jac * row_mask[:, None])[:, idx], np.asarray(problem.prior_sqrt_precision)[idx])
+    kept = np.concatenate([(b * m[:, None]).ravel() for b, m in zip(blocks, masks)])
+    prior = (theta - problem.prior_mean) * problem.prior_sqrt_precision
+    return cov, float(kept @ kept + prior @ prior)

@@ -1,0 +1,36 @@
+"""Censi et al.'s three real logs (read from ../shared, skipped when absent): `robocal calibrate`
+on the shipped problem files reproduces the published estimates."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, shared_path
+
+# published key -> (our parameter, factor from our value to the published one)
+PUBLISHED = {"axle": ("wheelbase", 1.0), "l_diam": ("wheel_radius_left", 2.0), "r_diam": ("wheel_radius_right", 2.0), "l_x": ("sensor_x", 1.0), "l_y": ("sensor_y", 1.0), "l_theta": ("sensor_yaw", 1.0)}
+
+
+@pytest.mark.parametrize("log", ["lstraight", "l90", "lmov"])
+def test_calibrate_reproduces_the_published_results(log: str, tmp_path: Path) -> None:
+    reference = json.loads(shared_path(f"data/censi_odometry/{log}_results.json").read_text())
+    run = subprocess.run([sys.executable, "-m", "robocal", "calibrate", str(REPO / "examples" / "censi" / f"{log}.yaml"), "--out", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    ours = {p["name"]: p for p in report["parameters"]}
+    for key, (name, factor) in PUBLISHED.items():
+        value = factor * ours[name]["estimate"]
+        if key == "l_theta":
+            assert abs(value - reference[key]) < 1e-4, (key, value, reference[key])
+        else:
+            assert abs(value - reference[key]) < 1e-4 * abs(reference[key]), (key, value, reference[key])
+        assert ours[name]["std"] is not None and 0 < ours[name]["std"] < 0.1 * abs(reference[key]) + 0.01
+    # 4 rounds of trimming 1 % each: between 4 % and 8 % of the records left out, each with its reason
+    n = report["measurements"][0]["n"] + len(report["rejected"])
+    assert 0.04 * n < len(report["rejected"]) < 0.08 * n
+    assert all(r["reason"].startswith("trimmed in round") for r in report["rejected"])
