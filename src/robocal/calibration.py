@@ -118,7 +118,8 @@ def measurement_metrics(measurement: Measurement, data, before: np.ndarray, afte
     keep = np.ones(shape[0], bool) if keep is None else np.asarray(keep, bool)
     b, a = measurement.figures(data, before, keep), measurement.figures(data, after, keep)
     h = measurement.headline
-    return {
+    source = {"input": measurement.provenance()} if measurement.provenance() else {}
+    return source | {
         "name": measurement.name,
         "type": measurement.type_name,
         "n": int(keep.sum()) * int(np.prod(shape[1:])),

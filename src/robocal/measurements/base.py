@@ -165,6 +165,11 @@ class Measurement(ABC):
         """An initial pose for an `initial: auto` frame this measurement observes, if it can give one."""
         return None
 
+    def provenance(self) -> dict:
+        """How the data were derived from the files, where that took estimation (e.g. a clock
+        offset); reported beside the measurement's figures."""
+        return {}
+
     def closed_form(self, theta: np.ndarray) -> ClosedForm | None:
         """This measurement's own closed-form estimate (`solver.method: closed_form`), if it has one."""
         return None

@@ -25,6 +25,7 @@ from robocal.io.intervals import read_intervals
 from robocal.measurements.base import BuildContext, ClosedForm, Measurement, MeasurementConfig, summarize
 from robocal.mobile import censi, se2
 from robocal.mobile.drive import DriveParameters, increment
+from robocal.mobile.tracking import tracked_intervals
 from robocal.parameters import Parameter
 from robocal.validation import Strict
 
@@ -43,11 +44,25 @@ class TrimConfig(Strict):
     fraction: float = Field(0.01, gt=0.0, lt=0.5)
 
 
+class TrackingConfig(Strict):
+    """`data` is a motion-capture recording (C3D, OptiTrack or Vicon CSV) of a body on the base;
+    the wheel rotations come from the robot's log (`mobile.tracking`)."""
+
+    log: Path = Field(description="ROS 1 bag, ROS 2 bag folder or MCAP file with the wheels' joint states")
+    body: str = Field(description="rigid body of the recording, or the name given to the body fitted to `markers`")
+    markers: list[str] | None = Field(None, description="fit the body to these markers (at least 3) instead of a streamed rigid body")
+    wheels: tuple[str, str] = Field(description="left and right wheel joint names")
+    topic: str | None = Field(None, description="joint-state topic (default: the one with both wheels)")
+    interval: PositiveFloat = Field(0.5, description="interval length (s)")
+    clock_offset: float | Literal["auto"] = Field("auto", description="mocap time minus robot time (s); auto: by yaw-rate cross-correlation")
+
+
 class OdometryConfig(MeasurementConfig):
     type: Literal["odometry"]
     sigma_yaw: PositiveFloat = Field(description="standard deviation of the measured yaw change (rad); `sigma` is that of dx, dy (m)")
     sensor: SensorConfig = Field(default_factory=SensorConfig)
     trim: TrimConfig | None = Field(None, description="trim the worst intervals (closed form; the MAP fit then uses the rows kept)")
+    mocap: TrackingConfig | None = Field(None, description="`data` is a motion-capture recording, paired with the robot's log")
 
 
 class OdometryMeasurement(Measurement):
@@ -77,7 +92,14 @@ class OdometryMeasurement(Measurement):
         return ()
 
     def load(self, path: Path) -> tuple[dict, np.ndarray]:
-        intervals = read_intervals(path)
+        self.source: dict = {}
+        if self.config.mocap is None:
+            intervals = read_intervals(path)
+        else:
+            mc = self.config.mocap
+            offset = None if mc.clock_offset == "auto" else mc.clock_offset
+            tracked = tracked_intervals(path, self.ctx.resolve(mc.log), body=mc.body, markers=mc.markers, wheels=mc.wheels, topic=mc.topic, interval=mc.interval, offset=offset)
+            intervals, self.source = tracked.intervals, tracked.provenance()
         return {"phi": intervals.phi, "motion": intervals.motion}, intervals.lines
 
     def censi(self) -> censi.CensiResult:
@@ -117,6 +139,9 @@ class OdometryMeasurement(Measurement):
         d = np.asarray(self.jitted("difference")(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))
         d = d if keep is None else d[keep]
         return summarize(np.linalg.norm(d[:, :2], axis=-1)) | {"yaw_rms": float(np.sqrt(np.mean(d[:, 2] ** 2)))}
+
+    def provenance(self) -> dict:
+        return self.source
 
     def point_columns(self) -> list[np.ndarray]:
         return [np.array([0, 1]), np.array([2])]
