@@ -345,6 +345,43 @@ def simulate_sockets(
         out.print(f"calibrate: robocal calibrate {problem} --out {Path(out_dir) / 'result' / name}", markup=False, highlight=False)
 
 
+@simulate_app.command("base")
+def simulate_base(
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
+    seed: Annotated[int, typer.Option("--seed", help="seed of the sensor noise and the tracking losses")] = 0,
+) -> None:
+    """A differential-drive base (the KeJia of the platform paper) driven through spins, straight
+    lines, circles, S-shapes and one-wheel turns, recorded as a mobile-base calibration records it.
+
+    Writes the motion capture (mocap.c3d, mocap_optitrack.csv, mocap_vicon.csv, on the mocap
+    clock), the robot log (robot.mcap, robot_bag/, robot.bag: wheel joint states and the nominal
+    odometry, on the robot clock), laser_intervals.csv (scan matching), segments.json and truth.json."""
+    import numpy as np
+    from rich.table import Table
+
+    from robocal.simulation.base import simulate_base as run
+
+    result = run(out_dir, seed=seed)
+    truth = result["truth"]
+    table = Table(title=f"simulated mobile base (seed {seed})")
+    for column in ("parameter", "unit", "true", "nominal"):
+        table.add_column(column, justify="left" if column in ("parameter", "unit") else "right")
+    for name, value in truth["true"].items():
+        unit = "rad" if name.endswith("yaw") else "s" if name == "clock_offset" else "m"
+        table.add_row(name, unit, f"{value:.6g}", f"{truth['nominal'][name]:.6g}")
+    out.print(table)
+    noise = truth["noise"]
+    out.print(
+        f"clocks: {truth['clock']}; noise: markers {noise['marker'] * 1e3:g} mm, encoders {noise['ticks_per_rev']} ticks/rev, "
+        f"laser {noise['laser_xy'] * 1e3:g} mm / {np.rad2deg(noise['laser_yaw']):g} deg",
+        markup=False,
+        highlight=False,
+    )
+    spans = ", ".join(f"{s['name']} {s['start']:.1f}-{s['end']:.1f} s" for s in result["segments"])
+    out.print(f"segments (robot clock): {spans}", markup=False, highlight=False)
+    out.print(f"wrote {len(result['files'])} files to {out_dir} in {result['seconds']:.1f} s ({truth['laser_intervals']} laser intervals)", markup=False, highlight=False)
+
+
 record_app = typer.Typer(no_args_is_help=True, help="Record calibration data at the robot, in the terminal.")
 app.add_typer(record_app, name="record")
 
