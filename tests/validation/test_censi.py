@@ -4,11 +4,12 @@ on the shipped problem files reproduces the published estimates."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from robocal.cli import app
 
 from tests.conftest import REPO, shared_path
 
@@ -19,8 +20,8 @@ PUBLISHED = {"axle": ("wheelbase", 1.0), "l_diam": ("wheel_radius_left", 2.0), "
 @pytest.mark.parametrize("log", ["lstraight", "l90", "lmov"])
 def test_calibrate_reproduces_the_published_results(log: str, tmp_path: Path) -> None:
     reference = json.loads(shared_path(f"data/censi_odometry/{log}_results.json").read_text())
-    run = subprocess.run([sys.executable, "-m", "robocal", "calibrate", str(REPO / "examples" / "censi" / f"{log}.yaml"), "--out", str(tmp_path)], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    run = CliRunner().invoke(app, ["calibrate", str(REPO / "examples" / "censi" / f"{log}.yaml"), "--out", str(tmp_path)])
+    assert run.exit_code == 0, run.output
     report = json.loads((tmp_path / "report.json").read_text())
     ours = {p["name"]: p for p in report["parameters"]}
     for key, (name, factor) in PUBLISHED.items():
