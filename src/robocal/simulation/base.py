@@ -105,13 +105,16 @@ MARKER_HEIGHT = 0.62  # m, body origin above the floor
 @dataclass(frozen=True)
 class Noise:
     """Sensor noise (standard deviations) and tracking losses. The laser figures are those of a
-    good scan matcher over 0.8 s; the encoder noise is added before the quantization."""
+    good scan matcher over 0.8 s in a static, structured room (0.3 mm, 0.03 deg): with the
+    simulated plan's 188 intervals they put the calibrated wheelbase within 0.2 mm and the radii
+    within 0.05 mm at about 3 standard deviations. The encoder noise is added before the
+    quantization."""
 
     marker: float = 2e-4  # m, per marker coordinate
     ticks_per_rev: int = 4096  # encoder resolution
     encoder: float = 0.0  # rad
-    laser_xy: float = 1e-3  # m, on dx and dy
-    laser_yaw: float = float(np.deg2rad(0.1))  # rad, on dyaw
+    laser_xy: float = 3e-4  # m, on dx and dy
+    laser_yaw: float = float(np.deg2rad(0.03))  # rad, on dyaw
     occlusion_bursts: int = 4  # runs of 5 to 20 frames without any marker
     dropout: float = 0.01  # fraction of frames in which one marker is lost
 
