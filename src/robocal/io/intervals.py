@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from robocal.errors import InputError
-from robocal.io.table import read_table
+from robocal.io.table import read_table, read_text
 
 COLUMNS = ("phi_left", "phi_right", "dx", "dy", "dyaw")
 
@@ -47,10 +47,7 @@ def write_intervals(path: str | Path, phi: np.ndarray, motion: np.ndarray) -> No
 
 
 def _read_tuple(path: Path) -> Intervals:
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read ({exc})") from None
+    text = read_text(path, "odometry log")
     decoder, i, phi, motion, lines = json.JSONDecoder(), 0, [], [], []
     while True:
         while i < len(text) and text[i].isspace():

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from robocal.errors import InputError
+from robocal.io.table import read_text
 
 SOCKET_FILE = re.compile(r"hole_(\d+)\.csv")
 
@@ -34,12 +35,7 @@ class SocketRecording:
 
 
 def _read_headerless(path: Path, joints: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(path, f"cannot read socket file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    text = read_text(path, "socket file")
     rows, lines = [], []
     for line, row in enumerate(csv.reader(text.splitlines()), start=1):
         if not any(cell.strip() for cell in row):

@@ -66,15 +66,21 @@ class Table:
         return out
 
 
+def read_text(path: Path, what: str) -> str:
+    """The text of a user's file; unreadable or not UTF-8 is an InputError naming it. A byte-order
+    mark is dropped (it is not part of the first column name)."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(path, f"cannot read {what} ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
 def read_table(path: str | Path) -> Table:
     """Read a CSV file with a header; blank lines are skipped, every other row must be complete."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not part of the first column name
-    except OSError as exc:
-        raise InputError(path, f"cannot read data file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    text = read_text(path, "data file")
     reader = csv.reader(text.splitlines())
     records = []
     try:

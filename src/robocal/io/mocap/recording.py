@@ -21,6 +21,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from robocal.errors import InputError
+from robocal.io.table import read_text
 
 # Length units a file may declare, as written by the measuring systems (case-insensitive).
 LENGTH_UNITS = {"m": 1.0, "meters": 1.0, "metres": 1.0, "cm": 1e-2, "centimeters": 1e-2, "mm": 1e-3, "millimeters": 1e-3}
@@ -246,12 +247,7 @@ def check_unique(path: Path, names: list[str], *, line: int | None = None) -> No
 
 def read_csv_rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
     """Every non-blank record of a CSV file with the (1-based) line it ends on, cells stripped."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(path, f"cannot read {what} ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    text = read_text(path, what)
     reader = csv.reader(text.splitlines())
     rows = []
     try:
