@@ -79,7 +79,8 @@ def test_c3d_and_optitrack_round_trip_into_the_same_calibration(sim) -> None:
         assert abs(from_c3d[name] - from_csv[name]) < 0.05 * std[name], name
     assert abs(from_c3d["wheel_radius_left"] - t["wheel_radius_left"]) < 5e-5
     assert abs(from_c3d["wheel_radius_right"] - t["wheel_radius_right"]) < 5e-5
-    assert abs(from_c3d["wheelbase"] - t["wheelbase"]) < 2e-4
+    # the marker body's 0.5 s motions pin the wheelbase less than the laser's (std 0.25 mm here)
+    assert abs(from_c3d["wheelbase"] - t["wheelbase"]) < 3 * std["wheelbase"]
     for metrics in (metrics_c3d, metrics_csv):
         source = metrics["input"]
         assert abs(source["clock_offset"] - t["clock_offset"]) < 1.0 / truth["rates"]["mocap"]
