@@ -180,6 +180,11 @@ def calibrate(problem: Problem) -> Calibration:
     if cfg.method == "closed_form":
         solution = closed_form_solution(problem)
     else:
-        solution = solve(problem.map_problem, baseline, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
+        # rows a measurement's own closed form left out (e.g. odometry's trimming) stay out
+        estimates = [m.closed_form(problem.theta0) for m in problem.measurements]
+        masks = [np.ones(m.n) if e is None else e.keep.astype(float) for m, e in zip(problem.measurements, estimates)]
+        solution = solve(problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
+        left_out = [Rejection(b, row, float("nan"), None, 0, reason) for b, e in enumerate(estimates) if e is not None for row, reason in sorted(e.left_out.items())]
+        solution.rejections = left_out + solution.rejections
     jac = unweighted_jacobian(problem, solution.theta, solution.masks)
     return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names))
