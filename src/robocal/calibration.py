@@ -18,7 +18,7 @@ import numpy as np
 
 from robocal.analysis.identifiability import Identifiability, identifiability
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
-from robocal.measurements.base import Measurement, summarize
+from robocal.measurements.base import ClosedForm, Measurement, summarize
 from robocal.problem import Problem
 from robocal.errors import InputError
 from robocal.solver import Rejection, Solution, solve
@@ -151,40 +151,35 @@ def solver_options(problem: Problem) -> dict:
     return dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
 
 
-def closed_form_solution(problem: Problem) -> Solution:
+def closed_form_solution(problem: Problem, estimates: list[ClosedForm | None], masks: list[np.ndarray]) -> Solution:
     """`solver.method: closed_form`: the one measurement's closed-form estimate, with the posterior
     covariance of the MAP model at it (so std and identifiability read as after a MAP fit)."""
-    offering = [(i, m, m.closed_form(problem.theta0)) for i, m in enumerate(problem.measurements)]
-    offering = [o for o in offering if o[2] is not None]
+    offering = [(m, e) for m, e in zip(problem.measurements, estimates) if e is not None]
     if len(offering) != 1:
-        have = ", ".join(m.name for _, m, _ in offering) or "none"
+        have = ", ".join(m.name for m, _ in offering) or "none"
         raise InputError(problem.path, f"method closed_form needs exactly one measurement with a closed-form estimate (here: {have}); use method: map to combine several", field="solver.method")
-    block, measurement, estimate = offering[0]
     theta = problem.theta0.copy()
-    for index, value in estimate.values.items():
+    for index, value in offering[0][1].values.items():
         theta[index] = value
-    masks = [np.ones(m.n) for m in problem.measurements]
-    masks[block] = estimate.keep.astype(float)
     started = time.perf_counter()
     covariance, cost = laplace(problem.map_problem, theta, masks)
-    rejections = [Rejection(block, row, float("nan"), None, 0, reason) for row, reason in sorted(estimate.left_out.items())]
-    return Solution(theta, covariance, np.sqrt(np.diag(covariance)), 0, True, time.perf_counter() - started, 0.0, cost, masks, rejections)
+    return Solution(theta, covariance, np.sqrt(np.diag(covariance)), 0, True, time.perf_counter() - started, 0.0, cost, masks)
 
 
 def calibrate(problem: Problem) -> Calibration:
     cfg, options = problem.config.solver, solver_options(problem)
+    # Rows a measurement's own closed form left out (odometry's trimming) stay out of every fit.
+    estimates = [m.closed_form(problem.theta0) for m in problem.measurements]
+    masks = [np.ones(m.n) if e is None else e.keep.astype(float) for m, e in zip(problem.measurements, estimates)]
+    left_out = [Rejection(b, row, float("nan"), None, 0, reason) for b, e in enumerate(estimates) if e is not None for row, reason in sorted(e.left_out.items())]
     not_model = ~problem.model_parameters()
     baseline = problem.theta0
     if not_model.any():
-        baseline = solve(problem.map_problem, baseline, free=not_model, **options).theta
+        baseline = solve(problem.map_problem, baseline, free=not_model, masks=masks, **options).theta
     if cfg.method == "closed_form":
-        solution = closed_form_solution(problem)
+        solution = closed_form_solution(problem, estimates, masks)
     else:
-        # rows a measurement's own closed form left out (e.g. odometry's trimming) stay out
-        estimates = [m.closed_form(problem.theta0) for m in problem.measurements]
-        masks = [np.ones(m.n) if e is None else e.keep.astype(float) for m, e in zip(problem.measurements, estimates)]
         solution = solve(problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
-        left_out = [Rejection(b, row, float("nan"), None, 0, reason) for b, e in enumerate(estimates) if e is not None for row, reason in sorted(e.left_out.items())]
-        solution.rejections = left_out + solution.rejections
+    solution.rejections = left_out + solution.rejections
     jac = unweighted_jacobian(problem, solution.theta, solution.masks)
     return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names))

@@ -43,10 +43,24 @@ def placement_matrix(xyz, rpy) -> np.ndarray:
 
 def kabsch(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Rigid transform T (4x4) minimizing sum ||T source_i - target_i||^2 (Kabsch / Umeyama, no scale)."""
-    ms, mt = source.mean(axis=0), target.mean(axis=0)
-    u, _, vt = np.linalg.svd((target - mt).T @ (source - ms))
-    d = np.sign(np.linalg.det(u @ vt))
-    r = u @ np.diag([1.0, 1.0, d]) @ vt
+    translations, rotations = rigid_fits(source, target[None], np.ones((1, len(source))))
     t = np.eye(4)
-    t[:3, :3], t[:3, 3] = r, mt - r @ ms
+    t[:3, :3], t[:3, 3] = rotations[0], translations[0]
     return t
+
+
+def rigid_fits(layout: np.ndarray, seen: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Batched weighted Kabsch: for each of n frames, the rotation R and translation t minimizing
+    sum_k w_k ||R layout_k + t - seen_k||^2. layout (k, 3), seen (n, k, 3), weights (n, k);
+    a point of weight 0 may be NaN in `seen` (an occluded marker). Returns (t (n, 3), R (n, 3, 3))."""
+    w = np.asarray(weights, dtype=float)
+    seen = np.where(w[..., None] > 0, seen, 0.0)
+    total = np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+    seen_center = np.einsum("nk,nki->ni", w, seen) / total
+    model_center = w @ layout / total
+    h = np.einsum("nk,nki,nkj->nij", w, seen - seen_center[:, None], layout[None] - model_center[:, None])
+    u, _, vt = np.linalg.svd(h)
+    fix = np.ones((len(h), 3))
+    fix[:, 2] = np.sign(np.linalg.det(u @ vt))
+    rotations = u @ (fix[:, :, None] * vt)
+    return seen_center - np.einsum("nij,nj->ni", rotations, model_center), rotations

@@ -23,6 +23,7 @@ from robocal.errors import RobocalError
 from robocal.mobile import se2
 from robocal.mobile.circle import minimize_on_circle
 from robocal.mobile.drive import DriveParameters, arc, increment
+from robocal.mobile.handeye import translation_rows
 
 
 @dataclass
@@ -35,9 +36,6 @@ class CensiResult:
     def keep(self) -> np.ndarray:
         return self.left_in_round == 0
 
-    def as_dict(self) -> dict[str, float]:
-        return {**self.drive._asdict(), "sensor_x": float(self.sensor[0]), "sensor_y": float(self.sensor[1]), "sensor_yaw": float(self.sensor[2])}
-
 
 def _estimate(phi: np.ndarray, b: np.ndarray) -> tuple[DriveParameters, np.ndarray]:
     if len(phi) < 3:
@@ -45,15 +43,9 @@ def _estimate(phi: np.ndarray, b: np.ndarray) -> tuple[DriveParameters, np.ndarr
     J = np.linalg.lstsq(phi, b[:, 2], rcond=None)[0]
     j21, j22 = J
     o_theta = phi @ J
-    unit = arc(0.5 * (j22 * phi[:, 1] - j21 * phi[:, 0]), o_theta)  # base translation per unit of b
-    c, s = np.cos(o_theta), np.sin(o_theta)
-    rows = np.stack(
-        [
-            np.stack([unit[:, 0], c - 1, -s, -b[:, 0], b[:, 1]], axis=-1),
-            np.stack([unit[:, 1], s, c - 1, -b[:, 1], -b[:, 0]], axis=-1),
-        ],
-        axis=1,
-    ).reshape(-1, 5)
+    unit = arc(0.5 * (j22 * phi[:, 1] - j21 * phi[:, 0]), o_theta)  # base motion per unit of b
+    # A X = X B with A's translation b * unit: the hand-eye rows, their constant column now b's
+    rows = translation_rows(unit, b)[..., [4, 0, 1, 2, 3]].reshape(-1, 5)
     z = next(z for z in minimize_on_circle(rows.T @ rows, 3, homogeneous=True) if z[0] > 0)
     axle = z[0]
     return DriveParameters(-j21 * axle, j22 * axle, axle), np.array([z[1], z[2], np.arctan2(z[4], z[3])])

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robocal.mobile.se2 import _xp, compose
+from robocal.mobile.se2 import _xp
 
 NAMES = ("wheel_radius_left", "wheel_radius_right", "wheelbase")
 
@@ -41,10 +41,13 @@ def increment(p: DriveParameters, phi_left, phi_right):
 
 
 def integrate(p: DriveParameters, start, phi_left, phi_right) -> np.ndarray:
-    """Poses (n + 1, 3) of the base from `start` through the n intervals (dead reckoning)."""
+    """Poses (n + 1, 3) of the base from `start` through the n intervals (dead reckoning), yaw
+    unwrapped: each step is the arc of its increments, turned by the yaw before it."""
     steps = np.asarray(increment(p, np.asarray(phi_left, float), np.asarray(phi_right, float)))
-    poses = [np.asarray(start, float)]
-    for step in steps:
-        poses.append(compose(poses[-1], step))
-    return np.stack(poses)
+    start = np.asarray(start, dtype=float)
+    yaw = start[2] + np.concatenate([[0.0], np.cumsum(steps[:, 2])])
+    c, s = np.cos(yaw[:-1]), np.sin(yaw[:-1])
+    moves = np.stack([c * steps[:, 0] - s * steps[:, 1], s * steps[:, 0] + c * steps[:, 1]], axis=1)
+    xy = start[:2] + np.concatenate([np.zeros((1, 2)), np.cumsum(moves, axis=0)])
+    return np.column_stack([xy, yaw])
 

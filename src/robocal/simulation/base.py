@@ -46,7 +46,8 @@ from scipy.spatial.transform import Rotation
 
 from robocal.errors import RobocalError
 from robocal.io.intervals import write_intervals
-from robocal.mobile.drive import DriveParameters, arc, increment
+from robocal.frames import rigid_fits
+from robocal.mobile.drive import DriveParameters, arc, integrate
 from robocal.mobile.se2 import between, compose, conjugate, wrap
 
 JOINT_NAMES = ("wheel_left_joint", "wheel_right_joint")
@@ -280,18 +281,6 @@ class Trajectory:
         return [(round(p.start / period), round((p.start + p.duration) / period)) for p in self.pieces if p.v or p.w]
 
 
-def dead_reckoning(drive: DriveParameters, start, phi_left, phi_right) -> np.ndarray:
-    """Poses (n + 1, 3) through n wheel-angle increments, yaw unwrapped: `drive.integrate`
-    vectorized (each step is the arc of its increments, turned by the yaw before it)."""
-    steps = np.asarray(increment(drive, np.asarray(phi_left, float), np.asarray(phi_right, float)))
-    start = np.asarray(start, dtype=float)
-    yaw = start[2] + np.concatenate([[0.0], np.cumsum(steps[:, 2])])
-    c, s = np.cos(yaw[:-1]), np.sin(yaw[:-1])
-    moves = np.stack([c * steps[:, 0] - s * steps[:, 1], s * steps[:, 0] + c * steps[:, 1]], axis=1)
-    xy = start[:2] + np.concatenate([np.zeros((1, 2)), np.cumsum(moves, axis=0)])
-    return np.column_stack([xy, yaw])
-
-
 def _encoders(wheels: np.ndarray, noise: Noise, rng: np.random.Generator) -> np.ndarray:
     """Wheel angles as the encoders report them: plus noise, to whole ticks."""
     tick = 2 * np.pi / noise.ticks_per_rev
@@ -306,29 +295,12 @@ def _robot_log(trajectory: Trajectory, nominal: DriveParameters, noise: Noise, r
     _, wheels, rates = trajectory.sample(times)
     encoders = _encoders(wheels, noise, rng)
     steps = np.diff(encoders, axis=0)
-    poses = dead_reckoning(nominal, np.zeros(3), steps[:, 0], steps[:, 1])
+    poses = integrate(nominal, np.zeros(3), steps[:, 0], steps[:, 1])
     twists = np.zeros((len(times), 3))  # base frame: forward speed, 0, yaw rate over the last step
     twists[1:, 0] = 0.5 * (nominal.wheel_radius_left * steps[:, 0] + nominal.wheel_radius_right * steps[:, 1]) * JOINT_RATE
     twists[1:, 2] = np.diff(poses[:, 2]) * JOINT_RATE
     odometry = Odometry(times, np.column_stack([poses[:, :2], wrap(poses[:, 2])]), twists)
     return JointStates(times, list(JOINT_NAMES), encoders, rates), odometry, encoders
-
-
-def _rigid_fit(layout: np.ndarray, seen: np.ndarray, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Least-squares rigid fit (Kabsch, weighted by visibility) of the layout (k, 3) to the seen
-    points (n, k, 3): (positions (n, 3), rotations (n, 3, 3), valid (n,)); a frame needs 3
-    visible markers."""
-    weights = visible.astype(float)
-    count = np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
-    seen = np.where(visible[..., None], seen, 0.0)
-    seen_center = (weights[..., None] * seen).sum(axis=1) / count
-    model_center = weights @ layout / count
-    h = np.einsum("nk,nki,nkj->nij", weights, layout[None] - model_center[:, None], seen - seen_center[:, None])
-    u, _, vt = np.linalg.svd(h)
-    flip = np.sign(np.linalg.det(u @ vt))
-    rotations = np.swapaxes(vt, 1, 2) @ (np.stack([np.ones_like(flip), np.ones_like(flip), flip], axis=1)[:, :, None] * np.swapaxes(u, 1, 2))
-    positions = seen_center - np.einsum("nij,nj->ni", rotations, model_center)
-    return positions, rotations, visible.sum(axis=1) >= 3
 
 
 def _occlusions(n: int, markers: int, noise: Noise, rng) -> np.ndarray:
@@ -355,7 +327,8 @@ def _mocap(trajectory: Trajectory, markers_in_base: np.ndarray, clock_offset: fl
     layout = np.array(list(MARKER_LAYOUT.values()))
     points = origin[:, None] + np.einsum("nij,kj->nki", rotations, layout) + rng.normal(0.0, noise.marker, (len(times), len(layout), 3))
     visible = _occlusions(len(times), len(layout), noise, rng)
-    positions, fitted, valid = _rigid_fit(layout, points, visible)
+    valid = visible.sum(axis=1) >= 3
+    positions, fitted = rigid_fits(layout, points, visible)
     quaternions = np.full((len(times), 4), np.nan)
     quaternions[valid] = Rotation.from_matrix(fitted[valid]).as_quat()
     positions[~valid] = np.nan

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from robocal.errors import InputError
+from robocal.frames import rigid_fits
 from robocal.io.table import read_text
 
 # Length units a file may declare, as written by the measuring systems (case-insensitive).
@@ -159,23 +160,9 @@ def _fit_body(rec: MocapRecording, name: str, markers: list[str]) -> tuple[np.nd
     rotations = np.full((len(rec), 3, 3), np.nan)
     valid = np.zeros(len(rec), dtype=bool)
     patterns, which = np.unique(visible, axis=0, return_inverse=True)
-    for p, pattern in enumerate(patterns):
-        if pattern.sum() < 3 or _collinear(layout[pattern]):
-            continue
-        frames = np.flatnonzero(which.ravel() == p)
-        model = layout[pattern]
-        model_center = model.mean(axis=0)
-        seen = points[frames][:, pattern]  # (f, m, 3)
-        seen_center = seen.mean(axis=1)
-        h = np.einsum("mi,fmj->fij", model - model_center, seen - seen_center[:, None])
-        u, _, vt = np.linalg.svd(h)
-        d = np.sign(np.linalg.det(vt.transpose(0, 2, 1) @ u.transpose(0, 2, 1)))
-        fix = np.ones((len(frames), 3))
-        fix[:, 2] = d
-        r = vt.transpose(0, 2, 1) @ (fix[:, :, None] * u.transpose(0, 2, 1))
-        rotations[frames] = r
-        positions[frames] = seen_center - r @ model_center
-        valid[frames] = True
+    for p, pattern in enumerate(patterns):  # a frame is fitted when its visible markers span a plane
+        valid[which.ravel() == p] = pattern.sum() >= 3 and not _collinear(layout[pattern])
+    positions[valid], rotations[valid] = rigid_fits(layout, points[valid], visible[valid])
     return positions, rotations, valid
 
 
