@@ -18,11 +18,13 @@ import numpy as np
 
 from robocal.analysis.identifiability import Identifiability, identifiability
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
-from robocal.measurements.base import ClosedForm, Measurement, summarize
+from robocal.analysis.observability import scaled_condition_number
+from robocal.measurements.base import ClosedForm, Measurement, point_groups, summarize
 from robocal.problem import Problem
 from robocal.errors import InputError
 from robocal.solver import Rejection, Solution, solve
 from robocal.solver.map import laplace, rows_and_jacobian
+from robocal.solver.scaled_svd import solve_scaled_svd
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Calibration:
     baseline: np.ndarray
     solution: Solution
     identifiability: Identifiability
+    conditioning: dict[str, float | None]  # Schroer-scaled condition number: per measurement, and "all"
 
     @property
     def estimate(self) -> np.ndarray:
@@ -93,6 +96,7 @@ class Calibration:
                 "threshold": self.identifiability.threshold,
                 "kernel": self.identifiability.kernel,
                 "unidentifiable_fixed": list(self.problem.unidentifiable),
+                "scaled_condition_number": self.conditioning,
             },
             "rejected": self.rejected(),
             "task": self.task_prediction,
@@ -145,6 +149,40 @@ def unweighted_jacobian(problem: Problem, theta, masks=None) -> np.ndarray:
     return (jac * scale[:, None])[keep]
 
 
+def stacked_points(problem: Problem) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The sigma of every stacked residual row, and the stacked row indices of each measured point."""
+    sigmas, points, start = [], [], 0
+    for m in problem.measurements:
+        k = len(m.row_sigmas())
+        sigmas.append(np.tile(m.row_sigmas(), m.n))
+        points += [start + group for group in point_groups(m.n, k, m.point_columns())]
+        start += m.n * k
+    return np.concatenate(sigmas), points
+
+
+def conditioning(problem: Problem, jacobian: np.ndarray, masks: list[np.ndarray]) -> dict[str, float | None]:
+    """Schroer-scaled condition number (robocal.analysis.observability) of the unweighted Jacobian
+    over its identifiable directions: of each measurement alone (the parameters it moves) and of
+    all together. None where it is infinite."""
+    _, points = stacked_points(problem)
+    keep = np.concatenate([np.repeat(mask > 0, len(m.row_sigmas())) for m, mask in zip(problem.measurements, masks)])
+    index = np.cumsum(keep) - 1  # stacked row -> row of the kept Jacobian
+    points = [index[p] for p in points if keep[p].all()]
+    owner = np.concatenate([np.full(m.n * len(m.row_sigmas()), i) for i, m in enumerate(problem.measurements)])[keep]
+
+    def kappa(rows: np.ndarray) -> float | None:
+        sub = jacobian[rows]
+        sub = sub[:, np.abs(sub).max(axis=0) > 0]
+        local = -np.ones(len(jacobian), int)
+        local[rows] = np.arange(len(rows))
+        groups = [local[p] for p in points if (local[p] >= 0).all()]
+        value = scaled_condition_number(sub, groups, identifiability(sub, [""] * sub.shape[1]).rank)
+        return value if np.isfinite(value) else None
+
+    out = {m.name: kappa(np.flatnonzero(owner == i)) for i, m in enumerate(problem.measurements)}
+    return out | {"all": kappa(np.arange(len(jacobian)))}
+
+
 def solver_options(problem: Problem) -> dict:
     """The problem file's solver settings as keyword arguments of `solve` (outlier rejection apart)."""
     cfg = problem.config.solver
@@ -178,8 +216,12 @@ def calibrate(problem: Problem) -> Calibration:
         baseline = solve(problem.map_problem, baseline, free=not_model, masks=masks, **options).theta
     if cfg.method == "closed_form":
         solution = closed_form_solution(problem, estimates, masks)
+    elif cfg.method == "scaled_svd":
+        if cfg.huber is not None or cfg.outlier_threshold is not None:
+            raise InputError(problem.path, "method scaled_svd is plain least squares: it takes no huber or outlier_threshold (use method: map)", field="solver.method")
+        solution = solve_scaled_svd(problem.map_problem, baseline, masks, *stacked_points(problem), max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
     else:
         solution = solve(problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
     solution.rejections = left_out + solution.rejections
     jac = unweighted_jacobian(problem, solution.theta, solution.masks)
-    return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names))
+    return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks))

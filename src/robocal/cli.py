@@ -382,6 +382,25 @@ def simulate_base(
     out.print(f"wrote {len(result['files'])} files to {out_dir} in {result['seconds']:.1f} s ({truth['laser_intervals']} laser intervals)", markup=False, highlight=False)
 
 
+@simulate_app.command("glove")
+def simulate_glove(
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
+    seed: Annotated[int, typer.Option("--seed", help="seed of the operator's hand and glove, the poses and the vision noise")] = 0,
+    poses: Annotated[int, typer.Option("--poses", min=1, help="calibration poses (each shows every fingertip)")] = 60,
+    test_poses: Annotated[int, typer.Option("--test-poses", min=1, help="held-out test poses")] = 200,
+    noise: Annotated[float, typer.Option("--noise", min=0.0, help="vision noise, std per fingertip coordinate (m)")] = 0.0005,
+) -> None:
+    """A synthetic operator wearing a 22-sensor data glove (the glove seed's protocol): perturbed
+    link lengths, offsets, gains and cross-couplings; raw readings and stereo-camera fingertip
+    positions in the hand base frame. Writes calibration.csv, test.csv, truth.json, the nominal
+    hand and glove files and problem.yaml (solver: the seed's scaled-SVD least squares)."""
+    from robocal.simulation.glove import simulate_glove as run
+
+    result = run(out_dir, seed=seed, n_calibration=poses, n_test=test_poses, noise=noise)
+    out.print(f"wrote {result.folder}: {poses} calibration and {test_poses} test poses, {len(result.truth)} true parameters (truth.json)", markup=False, highlight=False)
+    out.print(f"calibrate: robocal calibrate {result.problem} --out {result.folder / 'result'}", markup=False, highlight=False)
+
+
 record_app = typer.Typer(no_args_is_help=True, help="Record calibration data at the robot, in the terminal.")
 app.add_typer(record_app, name="record")
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-Kind = Literal["translation", "rotation", "joint_offset", "frame_translation", "frame_rotation", "point", "drive"]
+Kind = Literal["translation", "rotation", "joint_offset", "frame_translation", "frame_rotation", "point", "drive", "gain"]
 
 
 @dataclass(frozen=True)

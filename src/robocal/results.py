@@ -61,6 +61,10 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
             write_calibrated_urdf(problem.tree.source, written[-1], origins)
         else:
             write_urdf(problem.tree, written[-1], origins)
+        sensors = problem.robot.calibrated_sensors(cal.estimate[problem.layout.blocks["robot"]])
+        if sensors is not None:
+            written.append(out / "calibrated_sensors.yaml")
+            sensors.write(written[-1], f"# The joint sensor model of {problem.robot.sensors.source.name}, calibrated by robocal (problem {problem.path.name}).\n")
     figures = measurement_figures(cal)
     write_html_report(cal, written[2], figures)
     for name, png in figures.items():

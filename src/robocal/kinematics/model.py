@@ -11,6 +11,9 @@ Per joint one of four parameterizations is chosen:
   rows; x, y, z, roll, pitch, yaw for URDF origins);
 - ``none``.
 
+With joint sensors (`robocal.kinematics.sensors`), the input vector is the raw sensor readings
+instead of the actuated joint values, and the sensors' offsets and gains are robot parameters too.
+
 FK is a Python loop over the joints of the requested chains; under ``jax.jit`` it unrolls into a
 fixed graph, and ``jax.vmap`` batches it over samples.
 """
@@ -25,6 +28,7 @@ import numpy as np
 
 from robocal.errors import RobocalError
 from robocal.kinematics import transforms as tf
+from robocal.kinematics.sensors import JointSensors
 from robocal.kinematics.tree import LENGTH_COORDINATES, KinematicTree
 from robocal.parameters import Parameter
 
@@ -42,9 +46,10 @@ def _coordinate_axis(axis) -> int | None:
 class RobotModel:
     """Forward kinematics of a tree as a function of (robot parameters, actuated joint values)."""
 
-    def __init__(self, tree: KinematicTree, modes: dict[str, Mode] | None = None, fixed: Sequence[str] = ()):
-        """`fixed`: parameter-name patterns (fnmatch) held at nominal, e.g. a gauge freedom."""
-        self.tree = tree
+    def __init__(self, tree: KinematicTree, modes: dict[str, Mode] | None = None, fixed: Sequence[str] = (), sensors: JointSensors | None = None):
+        """`fixed`: parameter-name patterns (fnmatch) held at nominal, e.g. a gauge freedom.
+        `sensors`: the inputs are raw readings, turned into joint values by this sensor model."""
+        self.tree, self.sensors = tree, sensors
         self.modes = {name: mode for name, mode in (modes or {}).items() if mode != "none"}
         n_joints = len(tree.joints)
         params: list[Parameter] = []
@@ -60,6 +65,8 @@ class RobotModel:
                 raise RobocalError(f"{tree.source or tree.name}: no joint named '{name}'")
             joint = tree.joints[j]
             if mode == "joint_offsets":
+                if sensors is not None:
+                    raise RobocalError(f"joint '{name}': with joint sensors the offset is the sensor model's `{name}.offset`; give it no joint_offsets")
                 if not joint.actuated:
                     raise RobocalError(f"joint '{name}' is not actuated ({'fixed' if not joint.moves else 'mimics ' + joint.mimic.joint}); joint_offsets needs an actuated joint")
                 offset_idx[tree.actuated.index(name)] = len(params)
@@ -82,12 +89,17 @@ class RobotModel:
                     is_length = coord in LENGTH_COORDINATES
                     params.append(Parameter(f"{name}.{coord}", "translation" if is_length else "rotation", joint.origin.values[c], unit="m" if is_length else "rad"))
                     moves.append(frozenset((name,)))
+        sensor_idx = -np.ones((len(tree.actuated), 1 + (len(sensors.sensors) if sensors else 0)), dtype=int)  # column 0: offset
+        for parameter, row, column in sensors.parameters() if sensors else ():
+            sensor_idx[row, 0 if column is None else column + 1] = len(params)
+            params.append(parameter)
+            moves.append(frozenset(j.name for j in tree.joints if j.moves and tree.driver(j.name)[0] == tree.actuated[row]))
         keep = np.array([not any(fnmatch.fnmatchcase(p.name, pat) for pat in fixed) for p in params], dtype=bool)
         for pattern in fixed:
             if not any(fnmatch.fnmatchcase(p.name, pattern) for p in params):
                 raise RobocalError(f"fixed: no parameter matches '{pattern}'")
         renumber = np.append(np.where(keep, np.cumsum(keep) - 1, -1), -1)  # old index -> new, -1 dropped
-        full_idx, native_idx, offset_idx = renumber[full_idx], renumber[native_idx], renumber[offset_idx]
+        full_idx, native_idx, offset_idx, sensor_idx = (renumber[a] for a in (full_idx, native_idx, offset_idx, sensor_idx))
         self.parameters = [p for p, k in zip(params, keep) if k]
         self._moves = [m for m, k in zip(moves, keep) if k]
         n = len(self.parameters)
@@ -95,11 +107,35 @@ class RobotModel:
         self._full_idx = np.where(full_idx < 0, n, full_idx)
         self._native_idx = np.where(native_idx < 0, n, native_idx)
         self._offset_idx = np.where(offset_idx < 0, n, offset_idx)
+        self._sensor_idx = np.where(sensor_idx < 0, n, sensor_idx)
+        if sensors is not None:
+            self._sensor_nominal = np.concatenate([sensors.offsets[:, None], sensors.gains], axis=1)
         self._native_base = np.array([np.pad(j.origin.values, (0, 6 - len(j.origin.values))) for j in tree.joints])
         self._has_full = (full_idx >= 0).any(axis=1)
         self._has_native = (native_idx >= 0).any(axis=1)
         self._constant_origin = [np.asarray(j.origin.matrix()) for j in tree.joints]
         self._drivers = {j.name: tree.driver(j.name) for j in tree.joints if j.moves}
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Names of the input vector q: the actuated joints, or the raw sensors when there are sensors."""
+        return self.sensors.sensors if self.sensors else self.tree.actuated
+
+    def inputs_for(self, links: Sequence[str]) -> tuple[str, ...]:
+        """The inputs that move any of the links (the columns a data file needs)."""
+        joints = self.tree.actuated_for(links)
+        return self.sensors.driven_by(joints) if self.sensors else joints
+
+    def calibrated_sensors(self, theta) -> JointSensors | None:
+        """The sensor model at theta (None without sensors)."""
+        if self.sensors is None:
+            return None
+        table = self._sensor_table(np.concatenate([np.asarray(theta, dtype=float), [0.0]]), np)
+        return self.sensors.with_values(table[:, 0], table[:, 1:])
+
+    def _sensor_table(self, theta_ext, xp=jnp):
+        """(n_actuated, 1 + n_sensors): offset then gains per joint, parameters where they are."""
+        return xp.where(self._sensor_idx < len(self.parameters), theta_ext[self._sensor_idx], self._sensor_nominal)
 
     @property
     def nominal(self) -> np.ndarray:
@@ -128,6 +164,9 @@ class RobotModel:
         return self._joint_values(jnp.concatenate([jnp.asarray(theta), jnp.zeros(1)]), jnp.asarray(q))
 
     def _joint_values(self, theta_ext, q):
+        if self.sensors is not None:
+            table = self._sensor_table(theta_ext)
+            q = table[:, 0] + table[:, 1:] @ q
         q = q + theta_ext[self._offset_idx]
         index = {name: i for i, name in enumerate(self.tree.actuated)}
         return {name: gain * q[index[driver]] + offset for name, (driver, gain, offset) in self._drivers.items()}

@@ -90,8 +90,8 @@ class Measurement(ABC):
 
     def __init__(self, config: MeasurementConfig, ctx: BuildContext):
         for joint in config.joints:
-            if joint not in ctx.robot.tree.actuated:
-                raise ctx.error(f"'{joint}' is not an actuated joint of the robot", f"joints.{joint}")
+            if joint not in ctx.robot.inputs:
+                raise ctx.error(f"'{joint}' is not an {'input sensor' if ctx.robot.sensors else 'actuated joint'} of the robot", f"joints.{joint}")
         self.config, self.ctx, self.name = config, ctx, config.name
         self.data, self.lines = self.load(ctx.resolve(config.data))
 
@@ -182,21 +182,21 @@ class Measurement(ABC):
         return np.asarray(data["q"])
 
     def chain_joints(self) -> tuple[str, ...]:
-        """The actuated joints that move `links()`: the joint values each data row must give."""
-        return self.ctx.robot.tree.actuated_for(self.links())
+        """The inputs (actuated joints, or raw sensors) that move `links()`: what each data row must give."""
+        return self.ctx.robot.inputs_for(self.links())
 
     def joint_matrix(self, table: Table) -> np.ndarray:
-        """(n, n_actuated) joint values from the table's columns of `chain_joints()`."""
+        """(n, n_inputs) input values from the table's columns of `chain_joints()`."""
         columns = [self.config.joints.get(name, name) for name in self.chain_joints()]
         return self.with_other_joints(table.columns(columns, what="joint column"))
 
     def with_other_joints(self, values: np.ndarray) -> np.ndarray:
-        """(n, n_actuated) joint values: `values` (n, len(chain_joints())) for the joints that move
+        """(n, n_inputs) input values: `values` (n, len(chain_joints())) for the inputs that move
         `links()`, the problem's `joint_values` (default 0) for the others."""
-        tree = self.ctx.robot.tree
-        q = np.array([self.ctx.joint_values.get(name, 0.0) for name in tree.actuated], dtype=float)
+        inputs = self.ctx.robot.inputs
+        q = np.array([self.ctx.joint_values.get(name, 0.0) for name in inputs], dtype=float)
         q = np.tile(q, (len(values), 1))
-        q[:, [tree.actuated.index(name) for name in self.chain_joints()]] = values
+        q[:, [inputs.index(name) for name in self.chain_joints()]] = values
         return q
 
     def link_poses(self, theta, q, links: tuple[str, ...]):

@@ -14,6 +14,7 @@ from robocal.errors import InputError, RobocalError
 from robocal.geometry.links import load_geometry
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
+from robocal.kinematics.sensors import JointSensors
 from robocal.kinematics.tree import KinematicTree
 from robocal.kinematics.urdf import load_urdf
 from robocal.measurements.base import BuildContext, Measurement
@@ -65,7 +66,7 @@ class Problem:
                 frame.block = self.layout.add(f"frame:{name}", frame.parameters(fc.prior.translation, fc.prior.rotation))
             self.frames[name] = frame
         if self.tree is None:
-            for key in ("task", "frames", "joint_values"):
+            for key in ("task", "frames", "joint_values", "sensors"):
                 if getattr(config, key):
                     raise InputError(path, "needs a robot: give `robot:` (a URDF or DH table)", field=key)
         if config.task is not None:
@@ -94,7 +95,7 @@ class Problem:
         if len(set(names)) != len(names):
             raise InputError(path, "measurement names must be unique", field="measurements")
         priors = config.priors
-        by_kind = {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point, "drive": priors.drive}
+        by_kind = {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point, "drive": priors.drive, "gain": priors.gain}
         try:
             self.layout.set_priors(by_kind, priors.overrides)
         except KeyError as exc:
@@ -107,11 +108,17 @@ class Problem:
             return None, None
         robot_path = config.robot if config.robot.is_absolute() else path.parent / config.robot
         tree = load_robot(robot_path)
+        sensors = None
+        if config.sensors is not None:
+            if config.task is not None:
+                raise InputError(path, "a task samples joint configurations, which a robot read through raw sensors does not have; remove `task:`", field="task")
+            sensors = JointSensors.load(config.sensors if config.sensors.is_absolute() else path.parent / config.sensors, tree.actuated)
+        inputs = sensors.sensors if sensors else tree.actuated
         for name in config.joint_values:
-            if name not in tree.actuated:
-                raise InputError(path, f"'{name}' is not an actuated joint of {robot_path.name}", field=f"joint_values.{name}")
+            if name not in inputs:
+                raise InputError(path, f"'{name}' is not {'a sensor of ' + sensors.source.name if sensors else 'an actuated joint of ' + robot_path.name}", field=f"joint_values.{name}")
         try:
-            return tree, RobotModel(tree, joint_modes(tree, config.parameters, path), fixed=[*config.parameters.fixed, *self.unidentifiable])
+            return tree, RobotModel(tree, joint_modes(tree, config.parameters, path), fixed=[*config.parameters.fixed, *self.unidentifiable], sensors=sensors)
         except RobocalError as exc:
             raise InputError(path, str(exc), field="parameters") from None
 

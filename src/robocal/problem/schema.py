@@ -55,13 +55,16 @@ class PriorConfig(Strict):
     rotation: PositiveFloat | None = 0.001
     joint_offset: PositiveFloat | None = 0.01
     point: PositiveFloat | None = None
+    gain: PositiveFloat | None = Field(None, description="gains of joint sensors (joint units per raw unit)")
     drive: PositiveFloat | None = Field(None, description="wheel radii and wheelbase of a differential drive (m)")
     overrides: dict[str, PositiveFloat | None] = Field(default_factory=dict)
 
 
 class SolverConfig(Strict):
-    method: Literal["map", "closed_form"] = Field(
-        "map", description="closed_form: the measurement's own closed-form estimate (e.g. Censi's for odometry), with the MAP covariance at it"
+    method: Literal["map", "closed_form", "scaled_svd"] = Field(
+        "map",
+        description="closed_form: the measurement's own closed-form estimate (e.g. Censi's for odometry), with the MAP covariance at it; "
+        "scaled_svd: iterated least squares through the SVD with Schroer scaling (the data-glove seed's procedure) on the same objective",
     )
     max_iterations: PositiveInt = 1000
     tolerance: PositiveFloat = 1e-10
@@ -93,8 +96,9 @@ class DriveConfig(Strict):
 
 class ProblemConfig(Strict):
     robot: Path | None = Field(None, description="URDF or DH table; may be omitted when only a mobile base (drive:) is calibrated")
+    sensors: Path | None = Field(None, description="joint sensor model (YAML): the data give raw sensor readings, joint = offset + gains @ raw")
     drive: DriveConfig | None = None
-    joint_values: dict[str, float] = Field(default_factory=dict, description="values of actuated joints absent from the data (default 0)")
+    joint_values: dict[str, float] = Field(default_factory=dict, description="values of actuated joints (raw sensors, with `sensors:`) absent from the data (default 0)")
     parameters: ParametersConfig = Field(default_factory=ParametersConfig)
     priors: PriorConfig = Field(default_factory=PriorConfig)
     frames: dict[str, FrameConfig] = Field(default_factory=dict)

@@ -31,6 +31,8 @@ def print_summary(cal: Calibration, console: Console) -> None:
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
         f"identifiable {ident.rank} of {ident.n_parameters} parameters; {len(s.rejections)} rows rejected"
     )
+    kappa = ", ".join(f"{name} {value:.0f}" if value is not None else f"{name} inf" for name, value in cal.conditioning.items())
+    console.print(f"Schroer-scaled condition number (target < 100): {kappa}")
     task = cal.task_prediction
     if task is not None and task["predicted"]["rms"] is not None:
         p = task["predicted"]

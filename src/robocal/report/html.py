@@ -143,6 +143,8 @@ def _identifiability(cal: Calibration) -> str:
     ident = cal.identifiability
     css = "ok" if ident.rank == ident.n_parameters else "warn"
     text = f'<p class="{css}">Rank {ident.rank} of {ident.n_parameters} parameters (eigenvalue threshold {ident.threshold:g}, SI units).</p>'
+    kappa = ", ".join(f"{escape(name)} {value:.0f}" if value is not None else f"{escape(name)} inf" for name, value in cal.conditioning.items())
+    text += f"<p>Schroer-scaled condition number over the identifiable directions (Schroer's rule: below 100): {kappa}.</p>"
     dropped = getattr(cal.problem, "unidentifiable", ())  # parameters.select: identifiable
     if dropped:
         text += f"<p>Held at nominal as not identifiable from these data: {escape(', '.join(dropped))}.</p>"

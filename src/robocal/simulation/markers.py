@@ -73,9 +73,9 @@ def simulate_markers(
     orientation_sigma: float = 0.0,
     seed: int = 0,
 ) -> MarkerTable:
-    """Simulate and write marker data for configurations q (n, n_actuated) of the robot at theta.
+    """Simulate and write marker data for inputs q (n, n_inputs) of the robot at theta.
 
-    Columns: every actuated joint (named as the joint), then per body its points' x, y, z and, for
+    Columns: every input (actuated joint, or raw sensor with joint sensors), then per body its points' x, y, z and, for
     bodies with `orientation`, the quaternion w, x, y, z. `frame`: 4x4 pose of the robot root in
     the measurement frame (identity: data in the root frame).
     """
@@ -83,7 +83,7 @@ def simulate_markers(
     links = tuple(dict.fromkeys(b.link for b in bodies))
     poses = (np.eye(4) if frame is None else np.asarray(frame)) @ batch_link_poses(robot, theta, q, links)
     rng = np.random.default_rng(seed)
-    header, columns = list(robot.tree.actuated), [q]
+    header, columns = list(robot.inputs), [q]
     for b in bodies:
         world = poses[:, links.index(b.link)] @ b.body
         offsets = np.asarray(b.offsets, dtype=float)
