@@ -5,6 +5,8 @@
   calibrated fit, and the `initial` pose both are expressed relative to;
 - calibrated.urdf (when the problem has a `robot:`): the input URDF with the calibrated joint
   origins changed (lossless), or, for a DH-table robot, a URDF generated from the calibrated table;
+- calibrated_sensors.yaml (when the problem has `sensors:`): the joint sensor file with the
+  calibrated offsets and gains;
 - report.html: tables and plots;
 - <measurement name>.png: a measurement's own before/after figure, where it has one (e.g. the
   predicted ball centers per socket of a `socket` measurement).
