@@ -66,3 +66,21 @@ def test_held_out_fingertips(fitted):
     assert measured.max() < 0.005 and measured.mean() < 0.001
     # Against the noise-free fingertips: the estimate's own error, well under one coordinate's noise.
     assert np.sqrt(np.mean(exact**2)) < VISION_NOISE
+
+
+def test_result_folder_reproduces_the_calibrated_hand(fitted, tmp_path):
+    """What an application loads (calibrated.urdf + calibrated_sensors.yaml) gives the calibrated
+    fingertips from raw readings alone."""
+    from robocal.kinematics.model import RobotModel
+    from robocal.kinematics.sensors import JointSensors
+    from robocal.kinematics.urdf import load_urdf
+    from robocal.results import write_results
+
+    sim, problem, cal, _ = fitted
+    write_results(cal, tmp_path)
+    tree = load_urdf(tmp_path / "calibrated.urdf")
+    deployed = RobotModel(tree, sensors=JointSensors.load(tmp_path / "calibrated_sensors.yaml", tree.actuated))
+    raw = sim.test.values[:, : len(problem.robot.inputs)]
+    tips = problem.tree.end_effectors
+    expected = batch_link_poses(problem.robot, cal.estimate, raw, tips)[..., :3, 3]
+    assert np.max(np.abs(batch_link_poses(deployed, deployed.nominal, raw, tips)[..., :3, 3] - expected)) < 1e-9
