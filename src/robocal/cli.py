@@ -458,7 +458,8 @@ class TeleopMode(str, Enum):
 
 @teleop_app.command("show")
 def teleop_show(
-    joints: Annotated[Path, typer.Option("--joints", help="CSV of human joint values: a column per actuated joint of the human hand (rad), a row per pose")],
+    joints: Annotated[Path, typer.Option("--joints", help="CSV of human joint values: a column per actuated joint of the human hand (rad), a row per pose; with --sensors, raw readings: a column per sensor")],
+    sensors: Annotated[Optional[Path], typer.Option("--sensors", help="joint sensor file (e.g. calibrated_sensors.yaml of `robocal calibrate`) turning the raw glove readings of --joints into joint values")] = None,
     row: Annotated[int, typer.Option("--row", min=1, help="the pose to show: data row N (1 = the first row after the header)")] = 1,
     mode: Annotated[TeleopMode, typer.Option("--mode", help="joint: joint-space mapping (power grasps); fingertip: modified fingertip mapping (precision grasps)")] = TeleopMode.fingertip,
     mapping_file: Annotated[Optional[Path], typer.Option("--mapping", help="mapping file (default: the packaged human hand -> DLR-Hand II mapping)")] = None,
@@ -479,7 +480,13 @@ def teleop_show(
     table = read_table(joints)
     if row > len(table):
         raise RobocalError(f"{joints}: --row {row}, but the file has {len(table)} data rows")
-    poses = table.columns(list(mapping.config.human.actuated), what="human joint column")
+    if sensors is None:
+        poses = table.columns(list(mapping.config.human.actuated), what="human joint column")
+    else:
+        from robocal.kinematics.sensors import JointSensors
+
+        glove = JointSensors.load(sensors, mapping.config.human.actuated)
+        poses = glove.joint_values(table.columns(list(glove.sensors), what="sensor column"))
     obstacles = [parse_object(text, f"object {i + 1}") for i, text in enumerate(objects or ())]
     human = poses[row - 1]
     targets = None

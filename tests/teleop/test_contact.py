@@ -9,6 +9,7 @@ capsules are parallel and, overlapping along the finger, as far apart as the lin
 from __future__ import annotations
 
 import csv
+import re
 
 import jax.numpy as jnp
 import numpy as np
@@ -111,3 +112,20 @@ def test_cli_show_writes_the_picture_and_reports_errors_by_line_and_column(mappi
     result = CliRunner().invoke(app, ["teleop", "show", "--joints", str(data), "--out", str(picture)])
     assert isinstance(result.exception, InputError)
     assert str(result.exception) == f"{data}, line 3, column 'index_mcp': '0.8x' is not a number"
+
+
+def test_cli_show_maps_raw_glove_readings_through_a_sensor_file(mapping, tmp_path):
+    """--sensors: the CSV holds raw glove readings; the robot joints are the joint mapping of the
+    joint values the sensor file gives."""
+    from robocal.kinematics.sensors import JointSensors
+    from robocal.simulation.glove import GLOVE, packaged
+
+    glove = JointSensors.load(packaged(GLOVE), mapping.config.human.actuated)
+    raw = np.random.default_rng(0).uniform(60, 160, (2, len(glove.sensors)))
+    data = tmp_path / "raw.csv"
+    data.write_text(",".join(glove.sensors) + "\n" + "\n".join(",".join(f"{v:.17g}" for v in r) for r in raw) + "\n")
+    result = CliRunner().invoke(app, ["teleop", "show", "--joints", str(data), "--sensors", str(packaged(GLOVE)), "--row", "2", "--mode", "joint", "--out", str(tmp_path / "p.png")])
+    assert result.exit_code == 0, result.output
+    printed = dict((name, float(value)) for name, value in re.findall(r"(\w+)=(-?\d+\.\d+)", result.output))  # the console may wrap the line
+    expected = mapping.joint_map(glove.joint_values(raw[1]))
+    assert np.allclose([printed[name] for name in mapping.config.robot.actuated], expected, atol=5e-5)  # printed to 4 decimals
