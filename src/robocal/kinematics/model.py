@@ -44,7 +44,8 @@ def _coordinate_axis(axis) -> int | None:
 
 
 class RobotModel:
-    """Forward kinematics of a tree as a function of (robot parameters, actuated joint values)."""
+    """Forward kinematics of a tree as a function of (robot parameters, inputs): the inputs are the
+    actuated joint values, or the raw sensor readings when the model has joint sensors."""
 
     def __init__(self, tree: KinematicTree, modes: dict[str, Mode] | None = None, fixed: Sequence[str] = (), sensors: JointSensors | None = None):
         """`fixed`: parameter-name patterns (fnmatch) held at nominal, e.g. a gauge freedom.
