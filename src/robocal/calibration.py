@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from robocal.analysis.identifiability import Identifiability, identifiability
+from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
 from robocal.analysis.observability import scaled_condition_number
 from robocal.measurements.base import ClosedForm, Measurement, point_groups, summarize
@@ -176,7 +176,7 @@ def conditioning(problem: Problem, jacobian: np.ndarray, masks: list[np.ndarray]
         local = -np.ones(len(jacobian), int)
         local[rows] = np.arange(len(rows))
         groups = [local[p] for p in points if (local[p] >= 0).all()]
-        value = scaled_condition_number(sub, groups, identifiability(sub, [""] * sub.shape[1]).rank)
+        value = scaled_condition_number(sub, groups, int((spectrum(sub)[0] > DEFAULT_THRESHOLD).sum()))
         return value if np.isfinite(value) else None
 
     out = {m.name: kappa(np.flatnonzero(owner == i)) for i, m in enumerate(problem.measurements)}

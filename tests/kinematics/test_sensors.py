@@ -11,7 +11,8 @@ from robocal.errors import InputError
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.sensors import JointSensors
-from robocal.simulation.glove import GLOVE, HAND, glove_model, packaged
+from robocal.models import packaged
+from robocal.simulation.glove import GLOVE, HAND, glove_model
 
 
 @pytest.fixture(scope="module")

@@ -118,7 +118,8 @@ def test_cli_show_maps_raw_glove_readings_through_a_sensor_file(mapping, tmp_pat
     """--sensors: the CSV holds raw glove readings; the robot joints are the joint mapping of the
     joint values the sensor file gives."""
     from robocal.kinematics.sensors import JointSensors
-    from robocal.simulation.glove import GLOVE, packaged
+    from robocal.models import packaged
+    from robocal.simulation.glove import GLOVE
 
     glove = JointSensors.load(packaged(GLOVE), mapping.config.human.actuated)
     raw = np.random.default_rng(0).uniform(60, 160, (2, len(glove.sensors)))

@@ -55,6 +55,11 @@ class RobotModel:
         n_joints = len(tree.joints)
         params: list[Parameter] = []
         moves: list[frozenset[str]] = []  # joints whose placement each parameter changes
+
+        def driven_by(actuated: str) -> frozenset[str]:
+            """The moving joints an actuated joint drives (itself and its mimics)."""
+            return frozenset(j.name for j in tree.joints if j.moves and tree.driver(j.name)[0] == actuated)
+
         full_idx = -np.ones((n_joints, 6), dtype=int)
         native_idx = -np.ones((n_joints, 6), dtype=int)
         offset_idx = -np.ones(len(tree.actuated), dtype=int)
@@ -73,7 +78,7 @@ class RobotModel:
                 offset_idx[tree.actuated.index(name)] = len(params)
                 kind = "translation" if joint.type == "prismatic" else "joint_offset"
                 params.append(Parameter(f"{name}.offset", kind, 0.0, unit="m" if kind == "translation" else "rad"))
-                moves.append(frozenset(j.name for j in tree.joints if j.moves and tree.driver(j.name)[0] == name))
+                moves.append(driven_by(name))
             elif mode == "full":
                 along_axis = _coordinate_axis(joint.axis) if joint.type in ("revolute", "continuous") else None
                 for c, coord in enumerate(FULL_COORDINATES):
@@ -94,7 +99,7 @@ class RobotModel:
         for parameter, row, column in sensors.parameters() if sensors else ():
             sensor_idx[row, 0 if column is None else column + 1] = len(params)
             params.append(parameter)
-            moves.append(frozenset(j.name for j in tree.joints if j.moves and tree.driver(j.name)[0] == tree.actuated[row]))
+            moves.append(driven_by(tree.actuated[row]))
         keep = np.array([not any(fnmatch.fnmatchcase(p.name, pat) for pat in fixed) for p in params], dtype=bool)
         for pattern in fixed:
             if not any(fnmatch.fnmatchcase(p.name, pattern) for p in params):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ import yaml
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.sensors import JointSensors
+from robocal.models import packaged
 from robocal.problem.build import joint_modes
 from robocal.problem.schema import ParametersConfig
 from robocal.simulation.markers import MarkerBody, MarkerTable, simulate_markers
@@ -47,10 +47,6 @@ VISION_NOISE = 0.0005  # m, std of one fingertip coordinate measured by the ster
 LENGTH_JOINTS = {"*_mcp": "dh", "*_pip": "dh", "*_dip": "dh", "*_tip_joint": "dh", "thumb_T[123]": "dh"}
 NOT_LENGTHS = ["*.theta", "*.alpha", "*_mcp.d", "*_pip.d", "*_dip.d", "*_tip_joint.d", "thumb_T1.d", "thumb_T3.d", "thumb_T2.a"]
 HAND, GLOVE = "human_hand.yaml", "cyberglove_22.yaml"
-
-
-def packaged(name: str) -> Path:
-    return Path(str(resources.files("robocal") / "models" / name))
 
 
 def glove_model(hand: Path, glove: Path) -> RobotModel:

@@ -8,7 +8,6 @@ error naming the file and field, not a finger that silently stays still.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from robocal.geometry.links import GeometryFile, LinkShape, shape_from_config
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.dh import Num, Vec3
 from robocal.kinematics.tree import KinematicTree
+from robocal.models import packaged
 from robocal.problem.build import load_robot
 from robocal.validation import Strict, load_yaml_model
 
@@ -100,7 +100,7 @@ class MappingConfig:
 
 def default_mapping_path() -> Path:
     """The packaged human hand -> DLR-Hand II mapping."""
-    return Path(str(resources.files("robocal").joinpath("models/human_to_dlr_hand_ii.yaml")))
+    return packaged("human_to_dlr_hand_ii.yaml")
 
 
 def _fixed_to_root(tree: KinematicTree, link: str) -> bool:
