@@ -1,0 +1,65 @@
+"""The seed's Fig. 7 (grasps broken against torque) and Fig. 8 (deviation densities)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy.stats import gaussian_kde  # noqa: E402
+
+LABELS = {"controller": "our controller", "fixed_offsets": "fixed offsets", "without_wrench_estimate": "w/o wrench estimate"}
+
+
+def plot_breaks_vs_torque(rows: list[dict], path: Path) -> Path:
+    """Fig. 7: share of broken grasps against mean torque sum, baselines over their scales."""
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for method in LABELS:
+        mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["scale"])
+        if not mine:
+            continue
+        x = [r["torque_sum"] for r in mine]
+        y = [100 * (1 - r["kept"]) for r in mine]
+        if method == "controller":
+            ax.plot(x, y, "*", markersize=14, label=LABELS[method], color="C3")
+        else:
+            ax.plot(x, y, "o-", label=LABELS[method])
+            for r, xi, yi in zip(mine, x, y):
+                ax.annotate(f"{r['scale']:g}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel("mean sum of absolute joint torques (Nm)")
+    ax.set_ylabel("grasps broken (%)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_deviation_densities(trials: list[dict], rows: list[dict], path: Path) -> Path:
+    """Fig. 8: densities of the largest object deviation per trial, our controller and each
+    baseline at the scale whose mean torque is closest to ours; dashed: 90 % quantiles."""
+    ours = next(r for r in rows if r["method"] == "controller")
+    chosen = {"controller": 1.0}
+    for method in {r["method"] for r in rows} - {"controller"}:
+        chosen[method] = min((r for r in rows if r["method"] == method), key=lambda r: abs(r["torque_sum"] - ours["torque_sum"]))["scale"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, unit, factor in ((axes[0], "max_translation", "cm", 100.0), (axes[1], "max_rotation", "deg", 180.0 / np.pi)):
+        for i, method in enumerate(m for m in LABELS if m in chosen):
+            values = factor * np.array([t[key] for t in trials if t["method"] == method and t["scale"] == chosen[method]])
+            label = LABELS[method] + ("" if method == "controller" else f" (scale {chosen[method]:g})")
+            grid = np.linspace(0, values.max() * 1.05 + 1e-9, 300)
+            if np.ptp(values) > 0:
+                ax.plot(grid, gaussian_kde(values)(grid), color=f"C{i}", label=label)
+            ax.axvline(np.quantile(values, 0.9), color=f"C{i}", linestyle="--")
+        ax.set_xlabel(f"largest {key.split('_')[1]}al deviation ({unit})")
+        ax.set_ylabel("density")
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

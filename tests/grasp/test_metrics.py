@@ -1,0 +1,34 @@
+"""The evaluation's comparisons: interpolation over the baselines' scales, no extrapolation."""
+
+import pytest
+
+from robocal.grasp.metrics import compare, method_rows
+
+
+def _baseline(points):
+    return [{"method": "fixed_offsets", "scale": s, "torque_sum": t, "kept": k} for s, (t, k) in zip((1, 1.5, 2, 2.5, 3), points)]
+
+
+def test_comparison_interpolates_the_baseline_curve():
+    baseline = _baseline([(2.0, 0.50), (3.0, 0.60), (4.0, 0.70), (5.0, 0.80), (6.0, 0.90)])
+    result = compare({"torque_sum": 2.5, "kept": 0.75}, baseline)
+    assert result["kept_at_our_torque"] == pytest.approx(0.55)
+    assert result["torque_at_our_kept"] == pytest.approx(4.5)
+    assert result["we_keep_more"] and result["we_use_less_torque"]
+    worse = compare({"torque_sum": 4.5, "kept": 0.70}, baseline)  # the baseline keeps 0.75 there
+    assert not worse["we_keep_more"] and not worse["we_use_less_torque"]
+
+
+def test_comparison_does_not_extrapolate():
+    baseline = _baseline([(2.0, 0.50), (3.0, 0.60), (4.0, 0.70), (5.0, 0.80), (6.0, 0.85)])
+    result = compare({"torque_sum": 1.0, "kept": 0.95}, baseline)
+    assert result["kept_at_our_torque"] == 0.50 and "smallest scale" in result["kept_at_our_torque_note"]
+    assert result["torque_at_our_kept"] is None and "never reached" in result["torque_at_our_kept_note"]
+    assert result["we_keep_more"] and result["we_use_less_torque"]
+
+
+def test_rows_count_kept_torque_and_quantiles():
+    trials = [{"method": "controller", "scale": 1.0, "broken": i % 4 == 0, "torque_sum": float(i), "max_translation": i / 100, "max_rotation": i / 10} for i in range(1, 11)]
+    (row,) = method_rows(trials)
+    assert row["kept"] == pytest.approx(0.8) and row["torque_sum"] == pytest.approx(5.5)
+    assert row["translation_q90"] == pytest.approx(0.091) and row["rotation_q90"] == pytest.approx(0.91)
