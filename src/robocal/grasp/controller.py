@@ -1,0 +1,162 @@
+"""The grasp controller (seed paper, Sec. III) and the two baselines it is measured against.
+
+Every controller talks to the hand only through desired joint angles q_d of the joint-level
+impedance controller tau = kp (q_d - q_m) - kd dq_m, and reads the measured angles q_m and
+torques tau_m. Ours runs two steps each cycle:
+
+1. a `WrenchEstimator` turns the measured torques into the external wrench on the object;
+2. a `TorquePredictor` turns that wrench into the joint angle offsets from q_init that hold the
+   object at its initial pose (for torques tau at displacement dq: dq + tau / kp).
+
+Both are interfaces: the analytical versions here solve the convex programs of
+`robocal.grasp.programs` on the grasp linearized at its start; a learned estimator / predictor
+(seed Sec. IV: networks of the object, q_grasp, q_init, q_d, tau_m) implements the same two
+methods, `start` receiving everything a network may look at.
+
+Baselines (seed Sec. V-B), both constant over a trial, scaled by s in {1, 1.5, 2, 2.5, 3}:
+- fixed offsets: q_d = q_init + s (0 abduction, 0.2 rad proximal, 0.1 rad medial) per finger;
+- without wrench estimate: q_d = q_init + s * (the predictor's offsets for zero wrench).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from robocal.grasp.contacts import grasp_model
+from robocal.grasp.programs import GraspModel, estimate_wrench, optimize_torques
+from robocal.grasp.simulation import GraspSituation
+
+# Seed Sec. V-A: contact stiffness, friction coefficient, impedance stiffness.
+STIFFNESS = 1.0e4  # N/m
+FRICTION = 0.4
+KP = 5.0  # Nm/rad
+
+
+class WrenchEstimator(Protocol):
+    def start(self, situation: GraspSituation) -> None:
+        """Prepare for one grasp (called once, before any external force)."""
+
+    def estimate(self, q_d: np.ndarray, q_m: np.ndarray, tau_m: np.ndarray) -> np.ndarray:
+        """External wrench on the object (6,: force N, moment Nm about the object reference
+        point, palm frame) from the commanded angles and the measured angles and torques."""
+
+
+class TorquePredictor(Protocol):
+    def start(self, situation: GraspSituation) -> None:
+        """Prepare for one grasp (called once, before any external force)."""
+
+    def offsets(self, wrench: np.ndarray) -> np.ndarray:
+        """Desired joint angles minus q_init (L,) that hold the object at its initial pose
+        against `wrench` (a torque predictor returning tau_d gives tau_d / kp)."""
+
+
+@dataclass
+class AnalyticalEstimator:
+    """The smallest external force that explains the measured torques (programs.estimate_wrench)."""
+
+    torque_sigma: float = 0.005  # Nm: torque the contact model may leave unexplained
+    model: GraspModel | None = field(default=None, init=False)
+
+    def start(self, situation: GraspSituation) -> None:
+        self.model = linearized(situation)
+
+    def estimate(self, q_d, q_m, tau_m) -> np.ndarray:
+        return estimate_wrench(self.model, np.asarray(tau_m, dtype=float), torque_sigma=self.torque_sigma).wrench
+
+
+@dataclass
+class AnalyticalPredictor:
+    """The smallest torques holding the object with a friction margin (programs.optimize_torques)."""
+
+    margin: float = 0.5  # N: minimum friction margin per fingertip in contact (seed Eq. 9)
+    model: GraspModel | None = field(default=None, init=False)
+
+    def start(self, situation: GraspSituation) -> None:
+        self.model = linearized(situation)
+
+    def offsets(self, wrench) -> np.ndarray:
+        return optimize_torques(self.model, np.asarray(wrench, dtype=float), margin=self.margin).q_offset
+
+
+def linearized(situation: GraspSituation) -> GraspModel:
+    """The grasp linearized at the controller's start: contacts at q_init, moments about the
+    object's reference point."""
+    return grasp_model(situation.hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP)
+
+
+@dataclass
+class GraspController:
+    """Ours: estimate the wrench, then command the offsets that hold against it, every cycle."""
+
+    estimator: WrenchEstimator
+    predictor: TorquePredictor
+    last_wrench: np.ndarray = field(default_factory=lambda: np.zeros(6), init=False)
+    _q_init: np.ndarray = field(default=None, init=False, repr=False)
+    _q_d: np.ndarray = field(default=None, init=False, repr=False)
+
+    def start(self, situation: GraspSituation) -> np.ndarray:
+        self.estimator.start(situation)
+        self.predictor.start(situation)
+        self._q_init = np.asarray(situation.grasp.q_init, dtype=float)
+        self.last_wrench = np.zeros(6)
+        self._q_d = self._q_init + self.predictor.offsets(self.last_wrench)
+        return self._q_d
+
+    def step(self, t: float, q_m: np.ndarray, tau_m: np.ndarray) -> np.ndarray:
+        self.last_wrench = self.estimator.estimate(self._q_d, q_m, tau_m)
+        self._q_d = self._q_init + self.predictor.offsets(self.last_wrench)
+        return self._q_d
+
+
+@dataclass
+class ConstantOffsets:
+    """A baseline: q_d = q_init + scale * offsets, fixed for the whole trial."""
+
+    offsets_for: callable  # situation -> offsets (L,)
+    scale: float = 1.0
+
+    def start(self, situation: GraspSituation) -> np.ndarray:
+        self._q_d = np.asarray(situation.grasp.q_init, dtype=float) + self.scale * self.offsets_for(situation)
+        return self._q_d
+
+    def step(self, t: float, q_m: np.ndarray, tau_m: np.ndarray) -> np.ndarray:
+        return self._q_d
+
+
+def fixed_offsets(situation: GraspSituation) -> np.ndarray:
+    """Seed baseline: 0.2 rad on every proximal flexion joint, 0.1 rad on every medial one."""
+    per_finger = (0.0, 0.2, 0.1)  # q1 abduction, q2 proximal, q3 medial
+    hand = situation.hand
+    out = np.zeros(len(hand.joints))
+    for tip in hand.tips:
+        for position, name in enumerate(hand.tree.actuated_for([tip])):
+            out[hand.joints.index(name)] = per_finger[position]
+    return out
+
+
+@dataclass
+class ZeroWrenchOffsets:
+    """Seed baseline 'without wrench estimate': the predictor's offsets for zero wrench."""
+
+    predictor: TorquePredictor
+
+    def __call__(self, situation: GraspSituation) -> np.ndarray:
+        self.predictor.start(situation)
+        return self.predictor.offsets(np.zeros(6))
+
+
+METHODS = ("controller", "fixed_offsets", "without_wrench_estimate")
+
+
+def make_controller(method: str, scale: float = 1.0, margin: float = 0.5):
+    """A fresh controller for one trial: `controller` (ours; scale unused) or a baseline."""
+    if method == "controller":
+        return GraspController(AnalyticalEstimator(), AnalyticalPredictor(margin))
+    if method == "fixed_offsets":
+        return ConstantOffsets(fixed_offsets, scale)
+    if method == "without_wrench_estimate":
+        return ConstantOffsets(ZeroWrenchOffsets(AnalyticalPredictor(margin)), scale)
+    raise ValueError(f"unknown method '{method}' (one of {', '.join(METHODS)})")

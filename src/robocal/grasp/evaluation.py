@@ -1,0 +1,181 @@
+"""The seed's evaluation protocol (Sec. V-B) over objects x grasps x external forces.
+
+For every object of the catalog the grasp generator proposes grasps; those that fail before any
+external force are kept in the results with their reason and take no further part. On each of
+the first `grasps` successful ones, `forces` external forces are drawn: a point on the object
+surface, pushed along the inward normal with 10 N (5 N for precision grasps), ramped up over 4 s
+and held for 4 s. Every method (our controller, and each baseline at each scale) meets the same
+forces. Our controller also runs once per grasp with no force at all, to measure the wrench it
+estimates when there is none.
+
+Work is split per object (grasp generation) and per grasp (its trials) over worker processes;
+every random draw comes from a seed sequence keyed by (seed, object, grasp, force), so results
+do not depend on the number of workers or their scheduling.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from functools import cache
+from multiprocessing import get_context
+
+import numpy as np
+
+from robocal.grasp.controller import METHODS, make_controller
+
+FORCE = {"power": 10.0, "precision": 5.0}  # N, seed Sec. V-B
+NO_FORCE_SECONDS = 2.0  # length of the no-force trial
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    objects: tuple[str, ...] = ()  # names; empty: the whole catalog
+    grasps: int = 8  # successful grasps evaluated per object
+    forces: int = 10  # external forces per grasp
+    methods: tuple[str, ...] = METHODS
+    scales: tuple[float, ...] = (1.0, 1.5, 2.0, 2.5, 3.0)  # of the baselines
+    seed: int = 0
+    gravity: bool = False  # gravity on the object
+    margin: float = 0.5  # N, friction margin of our controller
+    ramp: float = 4.0  # s
+    hold: float = 4.0  # s
+    control_period: float = 0.025  # s, our controller's cycle (40 Hz, as on the real hand)
+
+    def runs(self) -> Iterator[tuple[str, float]]:
+        """(method, scale) pairs: ours once, each baseline at every scale."""
+        for method in self.methods:
+            for scale in (1.0,) if method == "controller" else self.scales:
+                yield method, scale
+
+
+@cache
+def _hand():
+    from robocal.grasp.hand import Hand
+
+    return Hand.load()
+
+
+@cache
+def _objects() -> dict:
+    from robocal.grasp.objects import catalog
+
+    return {obj.name: obj for obj in catalog()}
+
+
+def object_names(config: EvaluationConfig) -> tuple[str, ...]:
+    from robocal.errors import RobocalError
+
+    known = _objects()
+    unknown = [name for name in config.objects if name not in known]
+    if unknown:
+        raise RobocalError(f"unknown object(s) {', '.join(unknown)}; the catalog has: {', '.join(known)}")
+    return config.objects or tuple(known)
+
+
+def _rng(config: EvaluationConfig, *key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([config.seed, *key]))
+
+
+def grasps_for(config: EvaluationConfig, k: int, name: str) -> list[dict]:
+    """Grasp attempts on object `name` (k-th of the evaluation): successes and failures."""
+    from robocal.grasp.grasps import generate_grasps
+
+    half = -(-config.grasps // 2)  # as many power as precision grasps, until that many succeeded
+    seed = int(np.random.SeedSequence([config.seed, k]).generate_state(1)[0])
+    attempts = generate_grasps(_hand(), _objects()[name], seed=seed, n_power=half, n_precision=half, gravity=config.gravity, until_ok=True)
+    return [{"object": name, "object_index": k, "attempt": i, "grasp": g} for i, g in enumerate(attempts)]
+
+
+def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
+    """Every method's trials on one grasp, plus our controller's no-force trial."""
+    from robocal.grasp.simulation import ExternalForce, run_trial
+
+    hand, obj, grasp = _hand(), _objects()[entry["object"]], entry["grasp"]
+    key = (entry["object_index"], entry["attempt"])
+    rng = _rng(config, *key)
+    points, normals = obj.sample_surface(rng, config.forces)
+    magnitude = FORCE[grasp.kind]
+    forces = [ExternalForce(point=p, direction=-n, magnitude=magnitude) for p, n in zip(points, normals)]
+    common = dict(gravity=config.gravity, control_period=config.control_period)
+    records = []
+    for method, scale in config.runs():
+        for f, force in enumerate(forces):
+            controller = make_controller(method, scale, config.margin)
+            result = run_trial(hand, obj, grasp, controller, force, duration_ramp=config.ramp, duration_hold=config.hold, **common)
+            records.append(_record(entry, method, scale, f, magnitude, result, config.ramp))
+    if "controller" in config.methods:
+        controller = make_controller("controller", 1.0, config.margin)
+        quiet = ExternalForce(point=points[0], direction=-normals[0], magnitude=0.0)
+        result = run_trial(hand, obj, grasp, controller, quiet, duration_ramp=NO_FORCE_SECONDS / 2, duration_hold=NO_FORCE_SECONDS / 2, **common)
+        estimated = np.linalg.norm(result.estimate[:, :3], axis=1)
+        records.append({**_keys(entry, "controller", 1.0, -1, 0.0), "broken": bool(result.broken), "no_force_estimate_max": float(estimated.max())})
+    return records
+
+
+def _keys(entry: dict, method: str, scale: float, force: int, magnitude: float) -> dict:
+    grasp = entry["grasp"]
+    return {"object": entry["object"], "attempt": entry["attempt"], "kind": grasp.kind, "method": method, "scale": scale, "force": force, "magnitude": magnitude}
+
+
+def _record(entry: dict, method: str, scale: float, force: int, magnitude: float, result, ramp: float) -> dict:
+    """One trial's figures: kept or broken, largest deviations, mean torque sum, and for ours
+    the error of the estimated force while the full force is held."""
+    record = {
+        **_keys(entry, method, scale, force, magnitude),
+        "broken": bool(result.broken),
+        "break_time": float(result.break_time) if result.broken else None,
+        "max_translation": float(result.max_translation),
+        "max_rotation": float(result.max_rotation),
+        "torque_sum": float(np.mean(np.abs(result.tau).sum(axis=1))),
+    }
+    if len(result.estimate):
+        held = result.t >= ramp
+        if held.any():
+            error = np.linalg.norm(result.estimate[held, :3] - result.wrench[held, :3], axis=1)
+            record["estimate_error"] = float(error.mean())
+    return record
+
+
+def _pool(workers: int):
+    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+
+
+def run_evaluation(config: EvaluationConfig, workers: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """All grasp attempts and trial records. `progress(phase, done, total)` after each unit."""
+    names = object_names(config)
+    workers = max(1, min(workers or os.cpu_count() or 1, 64))
+    report = progress or (lambda phase, done, total: None)
+    attempts: list[dict] = []
+    with _pool(workers) as pool:
+        futures = [pool.submit(grasps_for, config, k, name) for k, name in enumerate(names)]
+        for done, future in enumerate(as_completed(futures), 1):
+            attempts += future.result()
+            report("grasps", done, len(names))
+        attempts.sort(key=lambda a: (a["object_index"], a["attempt"]))
+        chosen = _chosen(attempts, config.grasps)
+        futures = [pool.submit(trials_for, config, entry) for entry in chosen]
+        records: list[dict] = []
+        for done, future in enumerate(as_completed(futures), 1):
+            records += future.result()
+            report("trials", done, len(chosen))
+    records.sort(key=lambda r: (r["object"], r["attempt"], r["method"], r["scale"], r["force"]))
+    evaluated = {id(a) for a in chosen}
+    return {"config": asdict(config), "grasps": [_grasp_row(a, id(a) in evaluated) for a in attempts], "trials": records}
+
+
+def _chosen(attempts: list[dict], per_object: int) -> list[dict]:
+    """The first `per_object` successful attempts of every object."""
+    out, count = [], {}
+    for a in attempts:
+        if a["grasp"].status == "ok" and count.get(a["object"], 0) < per_object:
+            count[a["object"]] = count.get(a["object"], 0) + 1
+            out.append(a)
+    return out
+
+
+def _grasp_row(attempt: dict, evaluated: bool) -> dict:
+    g = attempt["grasp"]
+    return {"object": attempt["object"], "attempt": attempt["attempt"], "kind": g.kind, "status": g.status, "reason": g.reason, "evaluated": evaluated}
