@@ -22,7 +22,7 @@ Drives
     tau = kp (q_d - q_m) - kd dq_m of the paper (eq. 1) with q_d = ctrl, evaluated by MuJoCo at
     every physics step. `KP` = 5 Nm/rad is the paper's stiffness; `KD` = 0.06 Nms/rad damps the
     medial joint (q3 with q4 coupled: about 1.6e-4 kg m^2 including armature) critically and the
-    proximal joint (about 7e-4 kg m^2) at a damping ratio near 0.5. The control range is the
+    proximal joint (about 6e-4 kg m^2) at a damping ratio near 0.5. The control range is the
     joint range widened by `CTRL_MARGIN` on both sides, so a desired angle may lie beyond a
     contact or a joint limit; the force is clipped at `EFFORT` = 2 Nm, the joint effort limit of
     the shared DLR-Hand II URDF. An `actuatorfrc` sensor per actuator reads the commanded (=
