@@ -13,9 +13,9 @@ Power grasps
     (1.45, 1.6) rad: proximal and medial links and the palm take the object.
 
 Precision grasps
-    The thumb and one or two fingers (fore, middle, or both; both when the scenario has
-    gravity: with point contacts, condim 3, a two-point pinch cannot resist a moment about the
-    line through its contacts, and gravity turns the object about it) close along a
+    The thumb, fore and middle fingers (a tripod: with point contacts, condim 3, a two-point
+    pinch cannot resist a moment about the line through its contacts, so any push off that line
+    or gravity turns the object about it) close along a
     straight line in joint space, q(s) = q_open + s (q_closed - q_open). An antipodal pair of
     object points is drawn: a random surface point and the point where its inward normal leaves
     the object, whose normal must lie within 15 degrees of that line (the friction cone is 21.8
@@ -75,8 +75,7 @@ REST_ANGULAR_SPEED = 0.5  # rad/s
 OPEN_Q2, OPEN_Q3 = -0.3, 0.0
 POWER_CLOSED = (1.45, 1.6)  # q2, q3 target of a power grasp
 ANTIPODAL = np.deg2rad(15.0)  # precision contact normals within this of the pinch line (friction cone: 21.8 deg)
-PRECISION_SUBSETS = (("fore",), ("middle",), ("fore", "middle"))
-GRAVITY_PRECISION_SUBSETS = (("fore", "middle"),)  # tripods: a two-point pinch spins about its axis
+PRECISION_FINGERS = ("fore", "middle")  # with the thumb: a tripod (a two-point pinch spins about its axis)
 
 
 @dataclass(frozen=True)
@@ -206,9 +205,8 @@ def _about(u: np.ndarray, angle: float) -> np.ndarray:
 
 def _precision_candidate(hand: Hand, obj: GraspObject, scenes: _Scenes, rng: np.random.Generator):
     thumb = hand.fingers[0]
-    subsets = GRAVITY_PRECISION_SUBSETS if np.any(scenes.free.opt.gravity) else PRECISION_SUBSETS
     for _ in range(PLACEMENT_TRIES):
-        fingers = subsets[rng.integers(len(subsets))]
+        fingers = PRECISION_FINGERS
         closing = (thumb, *fingers)
         spread = np.concatenate([[rng.uniform(-0.2, 0.3)], rng.uniform(-0.1, 0.1, 3)])
         ratio = rng.uniform(0.6, 1.1)  # q3 closes this much per unit q2
