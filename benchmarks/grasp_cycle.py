@@ -21,25 +21,16 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from pathlib import Path
 
 import clarabel
 import numpy as np
 
 from robocal.grasp.programs import GraspModel, estimate_wrench, optimize_torques, programs_for
+from timing import cpu_name
 
 TARGET = 5e-3  # s per cycle
 MARGIN = 0.5  # N per fingertip
 SIZES = {4: (0, 0), 8: (4, 0), 12: (4, 4), 20: (8, 8)}  # N: (link contacts, palm contacts)
-
-
-def cpu_name() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def unit(v):

@@ -12,23 +12,14 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
 
 from robocal.teleop import HandMapping
+from timing import cpu_name
 
 TARGET = 1e-3  # s per frame
-
-
-def cpu_name() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def human_stream(mapping: HandMapping, frames: int, seed: int) -> np.ndarray:

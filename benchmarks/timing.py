@@ -1,11 +1,22 @@
-"""Shared by the benchmark scripts: compile time and warm time of a problem's MAP solve."""
+"""Shared by the benchmark scripts: the machine's CPU name; compile time and warm time of a problem's MAP solve."""
 
 from __future__ import annotations
 
+import platform
 import statistics
+from pathlib import Path
 
 from robocal.problem import Problem
 from robocal.solver import solve
+
+
+def cpu_name() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
 
 
 def report_solve(name: str, problem: Problem, target_seconds: float, repeats: int = 10) -> None:
