@@ -530,6 +530,8 @@ def grasp_evaluate(
     scales: Annotated[str, typer.Option("--scales", help="baseline scales, comma-separated")] = "1,1.5,2,2.5,3",
     margin: Annotated[float, typer.Option("--margin", min=0.0, help="friction margin of our controller per fingertip (N)")] = 0.5,
     gravity: Annotated[bool, typer.Option("--gravity/--no-gravity", help="gravity on the object")] = False,
+    ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
+    hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
     seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:
@@ -542,7 +544,7 @@ def grasp_evaluate(
     import numpy as np
 
     from robocal.grasp.controller import METHODS
-    from robocal.grasp.evaluation import EvaluationConfig, run_evaluation
+    from robocal.grasp.evaluation import EvaluationConfig, object_names, run_evaluation
     from robocal.grasp.figures import plot_breaks_vs_torque, plot_deviation_densities
     from robocal.grasp.metrics import summarize
 
@@ -550,7 +552,8 @@ def grasp_evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RobocalError(f"--methods: unknown {', '.join(unknown)} (one of {', '.join(METHODS)})")
-    config = EvaluationConfig(objects=_csv_list(objects or ""), grasps=grasps, forces=forces, methods=chosen, scales=_csv_list(scales, float), seed=seed, gravity=gravity, margin=margin)
+    config = EvaluationConfig(objects=_csv_list(objects or ""), grasps=grasps, forces=forces, methods=chosen, scales=_csv_list(scales, float), seed=seed, gravity=gravity, margin=margin, ramp=ramp, hold=hold)
+    object_names(config)  # unknown names are an error before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with progress_bar(remaining=True) as bar:

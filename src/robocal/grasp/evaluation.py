@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, partial
 from multiprocessing import get_context
 
 import numpy as np
@@ -79,8 +79,10 @@ def _rng(config: EvaluationConfig, *key: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([config.seed, *key]))
 
 
-def grasps_for(config: EvaluationConfig, k: int, name: str) -> list[dict]:
-    """Grasp attempts on object `name` (k-th of the evaluation): successes and failures."""
+def grasps_for(config: EvaluationConfig, numbered: tuple[int, str]) -> list[dict]:
+    """Grasp attempts on the k-th object of the evaluation, `numbered` = (k, name): successes
+    and failures."""
+    k, name = numbered
     from robocal.grasp.grasps import generate_grasps
 
     half = -(-config.grasps // 2)  # as many power as precision grasps, until that many succeeded
@@ -139,28 +141,44 @@ def _record(entry: dict, method: str, scale: float, force: int, magnitude: float
     return record
 
 
-def _pool(workers: int):
-    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+class _Inline:
+    """The pool's interface, computing in this process (one worker: no spawn, easy to debug)."""
+
+    def map(self, fn, items):
+        return (fn(item) for item in items)
+
+
+class _Pool:
+    """Worker processes (spawned: the parent may hold JAX's threads), results as they come."""
+
+    def __init__(self, workers: int):
+        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+
+    def map(self, fn, items):
+        return (future.result() for future in as_completed([self.executor.submit(fn, item) for item in items]))
 
 
 def run_evaluation(config: EvaluationConfig, workers: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> dict:
-    """All grasp attempts and trial records. `progress(phase, done, total)` after each unit."""
+    """All grasp attempts and trial records. `progress(phase, done, total)` after each unit.
+    The records are the same whatever the number of workers."""
     names = object_names(config)
     workers = max(1, min(workers or os.cpu_count() or 1, 64))
     report = progress or (lambda phase, done, total: None)
-    attempts: list[dict] = []
-    with _pool(workers) as pool:
-        futures = [pool.submit(grasps_for, config, k, name) for k, name in enumerate(names)]
-        for done, future in enumerate(as_completed(futures), 1):
-            attempts += future.result()
+    pool = _Inline() if workers == 1 else _Pool(workers)
+    try:
+        attempts: list[dict] = []
+        for done, result in enumerate(pool.map(partial(grasps_for, config), enumerate(names)), 1):
+            attempts += result
             report("grasps", done, len(names))
         attempts.sort(key=lambda a: (a["object_index"], a["attempt"]))
         chosen = _chosen(attempts, config.grasps)
-        futures = [pool.submit(trials_for, config, entry) for entry in chosen]
         records: list[dict] = []
-        for done, future in enumerate(as_completed(futures), 1):
-            records += future.result()
+        for done, result in enumerate(pool.map(partial(trials_for, config), chosen), 1):
+            records += result
             report("trials", done, len(chosen))
+    finally:
+        if isinstance(pool, _Pool):
+            pool.executor.shutdown(cancel_futures=True)
     records.sort(key=lambda r: (r["object"], r["attempt"], r["method"], r["scale"], r["force"]))
     evaluated = {id(a) for a in chosen}
     return {"config": asdict(config), "grasps": [_grasp_row(a, id(a) in evaluated) for a in attempts], "trials": records}
