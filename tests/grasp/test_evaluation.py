@@ -52,7 +52,7 @@ def test_forces_follow_the_protocol(evaluated):
             assert t["magnitude"] == {"power": 10.0, "precision": 5.0}[t["kind"]]
             assert t["broken"] == (t["max_translation"] > 0.03 or t["max_rotation"] > np.deg2rad(20))
     quiet = [t for t in results["trials"] if t["force"] < 0]
-    assert len(quiet) == 2 and all(t["no_force_estimate_max"] < NO_FORCE_LIMIT for t in quiet)
+    assert len(quiet) == 2 and all(t["estimate_max"] < NO_FORCE_LIMIT and t["magnitude"] == 0 for t in quiet)
 
 
 def test_records_do_not_depend_on_the_workers(evaluated):

@@ -25,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from robocal.errors import RobocalError
 from robocal.grasp.contacts import grasp_model
 from robocal.grasp.programs import GraspModel, estimate_wrench, optimize_torques
 from robocal.grasp.simulation import GraspSituation
@@ -69,16 +70,28 @@ class AnalyticalEstimator:
 
 @dataclass
 class AnalyticalPredictor:
-    """The smallest torques holding the object with a friction margin (programs.optimize_torques)."""
+    """The smallest torques holding the object with a friction margin (programs.optimize_torques).
+
+    Where no motion of the modeled contacts gives some fingertip the margin (a tip only the
+    object's motion can press), the program is infeasible; that cycle is solved without the
+    margin, and `margin_dropped` counts such cycles."""
 
     margin: float = 0.5  # N: minimum friction margin per fingertip in contact (seed Eq. 9)
     model: GraspModel | None = field(default=None, init=False)
+    margin_dropped: int = field(default=0, init=False)
 
     def start(self, situation: GraspSituation) -> None:
         self.model = linearized(situation)
 
     def offsets(self, wrench) -> np.ndarray:
-        return optimize_torques(self.model, np.asarray(wrench, dtype=float), margin=self.margin).q_offset
+        wrench = np.asarray(wrench, dtype=float)
+        try:
+            return optimize_torques(self.model, wrench, margin=self.margin).q_offset
+        except RobocalError:
+            if self.margin == 0:
+                raise
+            self.margin_dropped += 1
+            return optimize_torques(self.model, wrench, margin=0.0).q_offset
 
 
 def linearized(situation: GraspSituation) -> GraspModel:

@@ -24,6 +24,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from robocal.errors import RobocalError
 from robocal.grasp.controller import METHODS, make_controller
 
 FORCE = {"power": 10.0, "precision": 5.0}  # N, seed Sec. V-B
@@ -66,8 +67,6 @@ def _objects() -> dict:
 
 
 def object_names(config: EvaluationConfig) -> tuple[str, ...]:
-    from robocal.errors import RobocalError
-
     known = _objects()
     unknown = [name for name in config.objects if name not in known]
     if unknown:
@@ -103,17 +102,27 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
     forces = [ExternalForce(point=p, direction=-n, magnitude=magnitude) for p, n in zip(points, normals)]
     common = dict(gravity=config.gravity, control_period=config.control_period)
     records = []
+
+    def trial(method: str, scale: float, f: int, force: ExternalForce, ramp: float, hold: float) -> dict:
+        """One trial's record; a trial the controller or simulator could not finish is recorded
+        with its error (and left out of the figures), never dropped and never fatal."""
+        keys = _keys(entry, method, scale, f, force.magnitude)
+        controller = make_controller(method, scale, config.margin)
+        try:
+            result = run_trial(hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, **common)
+        except RobocalError as exc:
+            return {**keys, "error": str(exc)}
+        record = {**keys, **_figures(result, ramp)}
+        if method == "controller":
+            record["margin_dropped_cycles"] = controller.predictor.margin_dropped
+        return record
+
     for method, scale in config.runs():
         for f, force in enumerate(forces):
-            controller = make_controller(method, scale, config.margin)
-            result = run_trial(hand, obj, grasp, controller, force, duration_ramp=config.ramp, duration_hold=config.hold, **common)
-            records.append(_record(entry, method, scale, f, magnitude, result, config.ramp))
+            records.append(trial(method, scale, f, force, config.ramp, config.hold))
     if "controller" in config.methods:
-        controller = make_controller("controller", 1.0, config.margin)
         quiet = ExternalForce(point=points[0], direction=-normals[0], magnitude=0.0)
-        result = run_trial(hand, obj, grasp, controller, quiet, duration_ramp=NO_FORCE_SECONDS / 2, duration_hold=NO_FORCE_SECONDS / 2, **common)
-        estimated = np.linalg.norm(result.estimate[:, :3], axis=1)
-        records.append({**_keys(entry, "controller", 1.0, -1, 0.0), "broken": bool(result.broken), "no_force_estimate_max": float(estimated.max())})
+        records.append(trial("controller", 1.0, -1, quiet, NO_FORCE_SECONDS / 2, NO_FORCE_SECONDS / 2))
     return records
 
 
@@ -122,11 +131,11 @@ def _keys(entry: dict, method: str, scale: float, force: int, magnitude: float) 
     return {"object": entry["object"], "attempt": entry["attempt"], "kind": grasp.kind, "method": method, "scale": scale, "force": force, "magnitude": magnitude}
 
 
-def _record(entry: dict, method: str, scale: float, force: int, magnitude: float, result, ramp: float) -> dict:
+def _figures(result, ramp: float) -> dict:
     """One trial's figures: kept or broken, largest deviations, mean torque sum, and for ours
-    the error of the estimated force while the full force is held."""
+    the error of the estimated force while the full force is held and the largest force it
+    estimated."""
     record = {
-        **_keys(entry, method, scale, force, magnitude),
         "broken": bool(result.broken),
         "break_time": float(result.break_time) if result.broken else None,
         "max_translation": float(result.max_translation),
@@ -134,6 +143,7 @@ def _record(entry: dict, method: str, scale: float, force: int, magnitude: float
         "torque_sum": float(np.mean(np.abs(result.tau).sum(axis=1))),
     }
     if len(result.estimate):
+        record["estimate_max"] = float(np.linalg.norm(result.estimate[:, :3], axis=1).max())
         held = result.t >= ramp
         if held.any():
             error = np.linalg.norm(result.estimate[held, :3] - result.wrench[held, :3], axis=1)

@@ -69,14 +69,16 @@ def compare(ours: dict, baseline: list[dict]) -> dict:
 
 
 def summarize(results: dict) -> dict:
-    trials = [t for t in results["trials"] if t["force"] >= 0]
+    failed = [t for t in results["trials"] if "error" in t]
+    finished = [t for t in results["trials"] if "error" not in t]
+    trials = [t for t in finished if t["force"] >= 0]
     rows = method_rows(trials)
-    summary: dict = {"methods": rows}
+    summary: dict = {"methods": rows, "trials_failed": len(failed), "trial_errors": dict(Counter(t["error"] for t in failed))}
     ours = next((r for r in rows if r["method"] == "controller"), None)
     if ours is not None:
         summary["comparison"] = {m: compare(ours, [r for r in rows if r["method"] == m]) for m in sorted({r["method"] for r in rows} - {"controller"})}
         held = [t["estimate_error"] for t in trials if t["method"] == "controller" and not t["broken"] and "estimate_error" in t]
-        quiet = [t["no_force_estimate_max"] for t in results["trials"] if t["force"] < 0]
+        quiet = [t["estimate_max"] for t in finished if t["force"] < 0]
         summary["wrench_estimation"] = {
             "held_trials": len(held),
             "force_error_mean": float(np.mean(held)) if held else None,
@@ -86,6 +88,7 @@ def summarize(results: dict) -> dict:
             "no_force_estimate_max": float(np.max(quiet)) if quiet else None,
             "no_force_estimate_median": float(np.median(quiet)) if quiet else None,
             "no_force_below_limit": int(np.sum(np.array(quiet) < NO_FORCE_LIMIT)),
+            "cycles_without_margin": int(sum(t.get("margin_dropped_cycles", 0) for t in finished if t["method"] == "controller")),
         }
     attempts = results["grasps"]
     summary["grasps"] = {
