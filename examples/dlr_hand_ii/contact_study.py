@@ -3,7 +3,8 @@
 For each seed: a true hand (every DH parameter perturbed uniformly by up to 5 mm / 5 deg), 300
 simulated contacts (50 per finger pair, geometric detection, optional encoder noise), a full-DH
 calibration with the 5 mm / 5 deg prior, and the task-space error of the calibrated hand against
-the truth on a uniform Cartesian test set. The problem is compiled once; each seed swaps the data.
+the truth on a uniform Cartesian test set. The problem is compiled once per process (for each
+model and test-set size, kept for later calls); each seed swaps the data.
 
 Run from the repository root:
     .venv/bin/python examples/dlr_hand_ii/contact_study.py [--seeds 20] [--joint-noise 0.0005]
@@ -29,10 +30,16 @@ from robocal.simulation.testset import uniform_cartesian_test_set
 from robocal.solver import solve
 
 
+# (model, n_test) -> (loaded problem, its test set). Tracing and compiling the solver of a loaded
+# problem costs tens of seconds, running it a fraction of one: a later call (more seeds, encoder
+# noise) swaps the data of the problem an earlier call loaded.
+_PROBLEMS: dict[tuple[str, int], tuple] = {}
+
+
 def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 500, model: str = "full_dh") -> list[dict]:
     """One row per seed: mean task error (m) of the nominal hand, mean and max of the calibrated one.
     `model`: a model of the demo's MODELS (full_dh, joint_offsets)."""
-    rows, problem = [], None
+    rows = []
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         for name in (DLR_ROBOT, DLR_GEOMETRY):
@@ -41,9 +48,10 @@ def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 5
             tree, geometry, truth, theta_true = perturbed_dlr_hand(TRANSLATION, ROTATION, seed)
             sim = simulate_contacts(truth, truth.nominal, truth, theta_true, geometry, dlr_hand_pairs(), n_per_pair, seed, joint_noise=joint_noise)
             write_contact_csv(out / "contacts.csv", tree, sim)
-            if problem is None:  # same nominal hand and parameterization for every seed: compile once
+            if (model, n_test) not in _PROBLEMS:  # same nominal hand and parameterization for every seed: compile once
                 problem = load_problem(_write_problem(out, model))
-                q_test = uniform_cartesian_test_set(problem.robot, problem.theta0, list(TIPS), n_test, seed=10_000)
+                _PROBLEMS[model, n_test] = problem, uniform_cartesian_test_set(problem.robot, problem.theta0, list(TIPS), n_test, seed=10_000)
+            problem, q_test = _PROBLEMS[model, n_test]
             data, _ = problem.measurements[0].load(out / "contacts.csv")
             solution = solve(dataclasses.replace(problem.map_problem, data=[jax.tree.map(jnp.asarray, data)]), problem.theta0)
             score = lambda theta: task_errors(problem.robot, theta[problem.layout.blocks["robot"]], truth, theta_true, q_test, TIPS[0], list(TIPS[1:]))
