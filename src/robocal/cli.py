@@ -580,7 +580,7 @@ def grasp_evaluate(
         out.print("wrench estimation: " + json.dumps(summary["wrench_estimation"]), markup=False, highlight=False)
         out.print("comparison: " + json.dumps(summary["comparison"]), markup=False, highlight=False)
         files.append(plot_breaks_vs_torque(rows, out_dir / "breaks_vs_torque.png"))
-        files.append(plot_deviation_densities([t for t in results["trials"] if t["force"] >= 0], rows, out_dir / "deviations.png"))
+        files.append(plot_deviation_densities([t for t in results["trials"] if t["force"] >= 0 and "error" not in t], rows, out_dir / "deviations.png"))
     out.print(f"{results['seconds']:.0f} s; wrote {', '.join(str(f) for f in files)}", markup=False, highlight=False)
 
 
