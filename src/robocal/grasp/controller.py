@@ -20,6 +20,7 @@ Baselines (seed Sec. V-B), both constant over a trial, scaled by s in {1, 1.5, 2
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -107,8 +108,8 @@ class GraspController:
     estimator: WrenchEstimator
     predictor: TorquePredictor
     last_wrench: np.ndarray = field(default_factory=lambda: np.zeros(6), init=False)
-    _q_init: np.ndarray = field(default=None, init=False, repr=False)
-    _q_d: np.ndarray = field(default=None, init=False, repr=False)
+    _q_init: np.ndarray | None = field(default=None, init=False, repr=False)
+    _q_d: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def start(self, situation: GraspSituation) -> np.ndarray:
         self.estimator.start(situation)
@@ -128,8 +129,9 @@ class GraspController:
 class ConstantOffsets:
     """A baseline: q_d = q_init + scale * offsets, fixed for the whole trial."""
 
-    offsets_for: callable  # situation -> offsets (L,)
+    offsets_for: Callable[[GraspSituation], np.ndarray]  # situation -> offsets (L,)
     scale: float = 1.0
+    _q_d: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def start(self, situation: GraspSituation) -> np.ndarray:
         self._q_d = np.asarray(situation.grasp.q_init, dtype=float) + self.scale * self.offsets_for(situation)
@@ -172,4 +174,4 @@ def make_controller(method: str, scale: float = 1.0, margin: float = 0.5):
         return ConstantOffsets(fixed_offsets, scale)
     if method == "without_wrench_estimate":
         return ConstantOffsets(ZeroWrenchOffsets(AnalyticalPredictor(margin)), scale)
-    raise ValueError(f"unknown method '{method}' (one of {', '.join(METHODS)})")
+    raise RobocalError(f"unknown method '{method}' (one of {', '.join(METHODS)})")
