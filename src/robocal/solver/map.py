@@ -75,7 +75,8 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     Marquardt's scaled damping (J^T J + lam diag(J^T J)), starting at lam = 1 (cautious first
     steps), with Nielsen's update of lam; each step is scaled down to at most one prior sigma per
     parameter. The Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a
-    custom JVP rule) is used as is, and it is recomputed only after an accepted step. The damped
+    custom JVP rule) is used as is, and it is recomputed only after an accepted step (at the top
+    of the next iteration, so the compiled loop holds one copy of the Jacobian's code). The damped
     normal equations are solved by Cholesky (lineax). Converged when a step changes no free
     parameter by more than tol * (1 + |theta|) and is accepted, or no smaller step can lower the
     cost any more.
@@ -92,7 +93,8 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
         return (~state["done"]) & (state["steps"] < max_steps)
 
     def body(state):
-        phi, r, jac, lam, nu = state["phi"], state["r"], state["jac"], state["lam"], state["nu"]
+        phi, lam, nu = state["phi"], state["lam"], state["nu"]
+        r, jac = jax.lax.cond(state["stale"], linearize, lambda _: (state["r"], state["jac"]), phi)
         jtj, g = jac.T @ jac, jac.T @ r
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.maximum(jnp.max(jnp.diag(jtj)), 1.0))
         operator = lx.MatrixLinearOperator(jtj + lam * jnp.diag(scale), lx.positive_semidefinite_tag)
@@ -107,11 +109,11 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
         accept = (cost_new <= cost * (1.0 + 1e-12)) & jnp.isfinite(cost_new)
         small_step = jnp.max(jnp.abs(step)) <= tol * (1.0 + jnp.max(jnp.abs(phi)))
         phi_next = jnp.where(accept, phi + step, phi)
-        r_next, jac_next = jax.lax.cond(accept, linearize, lambda _: (r, jac), phi_next)
         return {
             "phi": phi_next,
-            "r": r_next,
-            "jac": jac_next,
+            "r": r,
+            "jac": jac,
+            "stale": accept,  # r and jac are at phi, not at phi_next: linearize there next time
             "lam": jnp.where(accept, lam * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), lam * nu),
             "nu": jnp.where(accept, 2.0, 2.0 * nu),
             "steps": state["steps"] + 1,
@@ -122,8 +124,12 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     # Trust region: a step moves no parameter by more than one prior sigma (1 m or 1 rad without a
     # prior), so a strongly nonlinear model (a contact that flips side) is not jumped across.
     step_bound = jnp.where(sqrt_prec[free] > 0, 1.0 / jnp.where(sqrt_prec[free] > 0, sqrt_prec[free], 1.0), 1.0)
-    r0, jac0 = linearize(phi0)
-    state = {"phi": phi0, "r": r0, "jac": jac0, "lam": jnp.asarray(1.0), "nu": jnp.asarray(2.0), "steps": jnp.asarray(0), "done": jnp.asarray(False)}
+    # No linearization here: the first iteration makes it (stale), as after every accepted step.
+    # A second call site would double the traced and compiled Jacobian code (tens of seconds for
+    # a hand with contacts) for the same values.
+    r_shape = jax.eval_shape(residual, phi0)
+    r0, jac0 = jnp.zeros(r_shape.shape, r_shape.dtype), jnp.zeros((r_shape.shape[0], phi0.shape[0]), r_shape.dtype)
+    state = {"phi": phi0, "r": r0, "jac": jac0, "stale": jnp.asarray(True), "lam": jnp.asarray(1.0), "nu": jnp.asarray(2.0), "steps": jnp.asarray(0), "done": jnp.asarray(False)}
     state = jax.lax.while_loop(cond, body, state)
     return full(state["phi"]), state["steps"], state["done"]
 
