@@ -31,15 +31,30 @@ def _compilation_cache(tmp_path_factory):
     enable_compilation_cache()
 
 
+def _mappings() -> tuple[int, int] | None:
+    """(memory mappings of this process, the kernel's limit), or None where /proc cannot tell."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            count = sum(1 for _ in maps)
+        return count, int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_code():
-    """Drop JAX's compiled executables after each test module. Every executable holds memory
-    mappings; over the whole suite one process would pass the kernel's limit (vm.max_map_count,
-    65530 by default) and XLA aborts in the middle of a compilation."""
+    """Drop JAX's compiled executables after a test module once the process holds half the
+    memory mappings the kernel allows. Every executable holds mappings; over the whole suite one
+    process would pass the limit (vm.max_map_count, 65530 by default) and XLA aborts in the
+    middle of a compilation. Below half of it they are kept: the next modules reuse what they
+    share (the primitives of eager code, models cached across modules) instead of compiling it
+    again. Where the count is unknown, every module clears."""
     yield
     import gc
 
     import jax
 
-    jax.clear_caches()
-    gc.collect()
+    mappings = _mappings()
+    if mappings is None or mappings[0] > mappings[1] // 2:
+        jax.clear_caches()
+        gc.collect()
