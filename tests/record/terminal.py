@@ -20,7 +20,12 @@ from pathlib import Path
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 # Make the pty on fd 0 the controlling terminal of the (new-session) child, then run robocal.
-CONTROLLING = "import fcntl, runpy, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); sys.argv[0] = 'robocal'; runpy.run_module('robocal', run_name='__main__')"
+# Ctrl-C raises KeyboardInterrupt as in a shell's foreground job, also when the tests themselves
+# run where SIGINT is ignored (a background job, nohup): a child inherits the ignored signal.
+CONTROLLING = (
+    "import fcntl, runpy, signal, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'robocal'; runpy.run_module('robocal', run_name='__main__')"
+)
 
 
 class Terminal:
