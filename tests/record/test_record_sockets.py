@@ -144,3 +144,61 @@ def test_quitting_writes_nothing_and_restores_the_terminal(tmp_path, replay, end
     finally:
         term.close()
     assert not out.exists()
+
+
+def test_a_closed_terminal_ends_the_key_reader(tmp_path):
+    """Reading keys from a terminal whose other side has gone (EOF or EIO) raises TerminalClosed
+    at once, instead of returning '' forever (which made an orphaned recorder spin on the CPU),
+    and leaving the context does not fail on the dead terminal."""
+    import os
+
+    from robocal.record.recorder import TerminalClosed, key_presses
+
+    master, slave = os.openpty()
+    try:
+        with key_presses(slave) as read:
+            os.write(master, b"0")
+            assert read(1.0) == "0"
+            assert read(0.05) == ""
+            os.close(master)
+            master = None
+            with pytest.raises(TerminalClosed):
+                read(1.0)
+    finally:
+        os.close(slave)
+        if master is not None:
+            os.close(master)
+
+
+def test_a_closed_terminal_writes_what_was_stored(tmp_path, tree, poses):
+    """When the terminal closes mid-session, every stored configuration is written, also a
+    socket with fewer rows than `w` asks for; with nothing stored nothing is written."""
+    from robocal.record.recorder import Session
+    from robocal.record.recording import BallCenter, Recording
+
+    R, S = poses
+    joints = tree.actuated_for(["ball_link"])
+
+    class Poses:
+        def __init__(self, rows):
+            self.rows, self.joints = list(rows), joints
+
+        def read(self):
+            return self.rows.pop(0)
+
+    def session(out):
+        return Session(Recording(2, BallCenter(tree, "ball_link"), None), Poses([*R[:3], S[0]]), out)
+
+    out = tmp_path / "out"
+    cut_short = session(out)
+    for key in "0001":
+        cut_short.press(key)
+    cut_short.terminal_closed()
+    assert cut_short.done and [p.name for p in cut_short.written] == ["hole_0.csv", "hole_1.csv"]
+    saved = read_socket_folder(out, joints)
+    np.testing.assert_array_equal(saved.q, np.vstack([R[:3], S[:1]]))
+    np.testing.assert_array_equal(saved.socket, [0, 0, 0, 1])
+
+    empty = session(tmp_path / "empty")
+    empty.terminal_closed()
+    assert empty.done and empty.written == [] and not (tmp_path / "empty").exists()

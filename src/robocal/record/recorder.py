@@ -37,15 +37,36 @@ def key_presses(fd: int) -> Iterator[Callable[[float], str]]:
     """Single key presses, without Enter or echo, while the context lasts: yields read(timeout)
     -> the keys pressed ('' after timeout seconds without one). Cbreak rather than raw mode keeps
     Ctrl-C a signal, so a hung source can still be interrupted; the terminal's settings come back
-    on every way out, Ctrl-C included."""
+    on every way out, Ctrl-C included. When the terminal goes away (its window closed, a lost
+    connection under nohup or tmux's detach-on-destroy), read raises `TerminalClosed` instead
+    of reporting an endless stream of empty reads."""
     if not os.isatty(fd):
         raise RobocalError(f"{TITLE} reads single key presses: run it in a terminal (its standard input is not one)")
     saved = termios.tcgetattr(fd)
     tty.setcbreak(fd)
+
+    def read(timeout: float) -> str:
+        if not select.select([fd], [], [], timeout)[0]:
+            return ""
+        try:
+            keys = os.read(fd, 64)
+        except OSError:  # EIO: the terminal hung up
+            keys = b""
+        if not keys:
+            raise TerminalClosed
+        return keys.decode(errors="replace")
+
     try:
-        yield lambda timeout: os.read(fd, 64).decode(errors="replace") if select.select([fd], [], [], timeout)[0] else ""
+        yield read
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except termios.error:  # the terminal is gone: there is nothing left to restore
+            pass
+
+
+class TerminalClosed(Exception):
+    """The recorder's terminal delivers no more keys (end of input)."""
 
 
 def _mm(value: float | None) -> str:
@@ -104,6 +125,18 @@ class Session:
             other, distance = stored.nearer
             self.message += f", but {_mm(distance)} mm from socket {other}'s: wrong key? (u undoes)"
 
+    def terminal_closed(self) -> None:
+        """No more keys will come: what was stored is written (as w would, also sockets with
+        too few rows), never dropped; a write that fails is an error naming the folder."""
+        if not len(self.recording):
+            self.done = True
+            return
+        try:
+            self.written = self.recording.write(self.out, partial=True)
+        except (RobocalError, OSError) as exc:
+            raise RobocalError(f"the terminal closed and the {len(self.recording)} stored configurations could not be written to {self.out}: {exc}") from exc
+        self.done = True
+
     def _write(self) -> None:
         try:
             self.written = self.recording.write(self.out)
@@ -155,7 +188,12 @@ def record_sockets(
             session = Session(recording, source, out)
             with Live(session.render(header), console=console, auto_refresh=False) as live:
                 while not session.done:
-                    for key in read_keys(REFRESH):
+                    try:
+                        keys = read_keys(REFRESH)
+                    except TerminalClosed:
+                        session.terminal_closed()
+                        break
+                    for key in keys:
                         session.press(key)
                         if session.done:
                             break

@@ -110,12 +110,13 @@ class Recording:
         known = self.distance is not None and counts[0] > 0 and counts[1] > 0
         return Figures(counts, spreads, float(spread.mean()), distortion if known else None)
 
-    def write(self, folder: Path) -> list[Path]:
+    def write(self, folder: Path, partial: bool = False) -> list[Path]:
         """hole_<k>.csv for every socket, replacing the folder's earlier socket files (with
-        --force, a recording with fewer sockets must not leave a stale hole_2.csv behind)."""
+        --force, a recording with fewer sockets must not leave a stale hole_2.csv behind).
+        `partial`: also sockets with fewer than MIN_PER_SOCKET rows (saving a session cut short)."""
         configurations = self.configurations()
         short = ", ".join(f"socket {k} has {len(rows)}" for k, rows in enumerate(configurations) if len(rows) < MIN_PER_SOCKET)
-        if short:
+        if short and not partial:
             raise RobocalError(f"{short}; store at least {MIN_PER_SOCKET} configurations per socket (a spread needs two)")
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.iterdir():
