@@ -107,7 +107,8 @@ class Hand:
         return np.array([self.tree.joint(name).limits or (-np.inf, np.inf) for name in self.joints], dtype=float)
 
     @cached_property
-    def _constants(self) -> list[np.ndarray]:
+    def origins(self) -> list[np.ndarray]:
+        """Every joint's constant origin transform (4x4, in the order of `tree.joints`)."""
         return [np.asarray(j.origin.matrix(), dtype=float) for j in self.tree.joints]
 
     def joint_values(self, q: np.ndarray) -> np.ndarray:
@@ -124,7 +125,7 @@ class Hand:
         """4x4 pose of every link in the palm frame at actuated configuration q (L,)."""
         values = self.joint_values(np.asarray(q, dtype=float))
         poses = {self.tree.root: np.eye(4)}
-        for joint, constant, value in zip(self.tree.joints, self._constants, values):
+        for joint, constant, value in zip(self.tree.joints, self.origins, values):
             pose = poses[joint.parent] @ constant
             if joint.moves:
                 pose = pose @ _motion(joint.axis, joint.type, value)

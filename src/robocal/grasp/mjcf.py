@@ -190,8 +190,8 @@ def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarra
     offset: dict[str, np.ndarray] = {tree.root: np.eye(4)}
     elements: dict[str | None, ET.Element] = {None: world}
     joints_xml = []
-    for joint in tree.joints:
-        pose = offset[joint.parent] @ np.asarray(joint.origin.matrix(), dtype=float)
+    for joint, origin in zip(tree.joints, hand.origins):
+        pose = offset[joint.parent] @ origin
         if not joint.moves:
             carrier[joint.child], offset[joint.child] = carrier[joint.parent], pose
             continue
