@@ -3,6 +3,7 @@ trials, the same records whatever the number of worker processes, bad input name
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -26,11 +27,12 @@ def evaluated(tmp_path_factory):
     out = tmp_path_factory.mktemp("grasp")
     run = robocal("grasp", "evaluate", "--out", out, *ARGS, "--workers", "1")
     assert run.returncode == 0, run.stderr
-    return out, json.loads((out / "results.json").read_text()), run.stdout
+    return out, json.loads((out / "results.json").read_text()), run
 
 
 def test_files_and_table(evaluated):
-    out, results, stdout = evaluated
+    out, results, run = evaluated
+    stdout = run.stdout
     assert (out / "breaks_vs_torque.png").stat().st_size > 10_000 and (out / "deviations.png").stat().st_size > 10_000
     rows = results["summary"]["methods"]
     assert [(r["method"], r["scale"]) for r in rows] == [("controller", 1.0), ("fixed_offsets", 1.0), ("fixed_offsets", 3.0), ("without_wrench_estimate", 1.0), ("without_wrench_estimate", 3.0)]
@@ -43,6 +45,9 @@ def test_files_and_table(evaluated):
     kinds = [(g["kind"], g["status"], g["evaluated"]) for g in results["grasps"]]
     assert ("power", "ok", True) in kinds and ("precision", "ok", True) in kinds
     assert all(g["reason"] for g in results["grasps"] if g["status"] != "ok")
+    # stderr is no terminal here: the progress comes as log lines, each phase's end included
+    assert re.search(r"^grasp attempts per object: 1/1 after \d+ s$", run.stderr, re.MULTILINE), run.stderr
+    assert re.search(r"^trials per grasp: 2/2 after \d+ s$", run.stderr, re.MULTILINE), run.stderr
 
 
 def test_forces_follow_the_protocol(evaluated):
