@@ -566,6 +566,7 @@ def grasp_evaluate(
     methods: Annotated[str, typer.Option("--methods", help="comma-separated: controller, fixed_offsets, without_wrench_estimate")] = "controller,fixed_offsets,without_wrench_estimate",
     scales: Annotated[str, typer.Option("--scales", help="baseline scales, comma-separated")] = "1,1.5,2,2.5,3",
     margin: Annotated[float, typer.Option("--margin", min=0.0, help="friction margin of our controller per fingertip (N)")] = 0.5,
+    filter_time: Annotated[float, typer.Option("--filter-time", min=0.0, help="time constant of our controller's low-pass on the wrench estimate (s; 0: none)")] = 0.1,
     gravity: Annotated[bool, typer.Option("--gravity/--no-gravity", help="gravity on the object")] = False,
     ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
@@ -589,7 +590,7 @@ def grasp_evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RobocalError(f"--methods: unknown {', '.join(unknown)} (one of {', '.join(METHODS)})")
-    config = EvaluationConfig(objects=_csv_list(objects or ""), grasps=grasps, forces=forces, methods=chosen, scales=_csv_list(scales, float), seed=seed, gravity=gravity, margin=margin, ramp=ramp, hold=hold)
+    config = EvaluationConfig(objects=_csv_list(objects or ""), grasps=grasps, forces=forces, methods=chosen, scales=_csv_list(scales, float), seed=seed, gravity=gravity, margin=margin, filter_time=filter_time, ramp=ramp, hold=hold)
     object_names(config)  # unknown names are an error before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

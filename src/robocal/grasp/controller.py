@@ -35,6 +35,7 @@ from robocal.grasp.simulation import GraspSituation
 STIFFNESS = 1.0e4  # N/m
 FRICTION = 0.4
 KP = 5.0  # Nm/rad
+FILTER_TIME = 0.1  # s: time constant of our controller's low-pass on the wrench estimate
 
 
 class WrenchEstimator(Protocol):
@@ -119,7 +120,7 @@ class GraspController:
 
     estimator: WrenchEstimator
     predictor: TorquePredictor
-    filter_time: float = 0.1  # s: time constant of the low-pass on the wrench estimate
+    filter_time: float = FILTER_TIME
     last_wrench: np.ndarray = field(default_factory=lambda: np.zeros(6), init=False)
     _q_init: np.ndarray | None = field(default=None, init=False, repr=False)
     _q_d: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -187,10 +188,11 @@ class ZeroWrenchOffsets:
 METHODS = ("controller", "fixed_offsets", "without_wrench_estimate")
 
 
-def make_controller(method: str, scale: float = 1.0, margin: float = 0.5):
-    """A fresh controller for one trial: `controller` (ours; scale unused) or a baseline."""
+def make_controller(method: str, scale: float = 1.0, margin: float = 0.5, filter_time: float = FILTER_TIME):
+    """A fresh controller for one trial: `controller` (ours; scale unused) or a baseline
+    (filter_time unused: they never estimate)."""
     if method == "controller":
-        return GraspController(AnalyticalEstimator(), AnalyticalPredictor(margin))
+        return GraspController(AnalyticalEstimator(), AnalyticalPredictor(margin), filter_time)
     if method == "fixed_offsets":
         return ConstantOffsets(fixed_offsets, scale)
     if method == "without_wrench_estimate":

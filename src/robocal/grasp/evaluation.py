@@ -25,7 +25,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from robocal.errors import RobocalError
-from robocal.grasp.controller import METHODS, make_controller
+from robocal.grasp.controller import FILTER_TIME, METHODS, make_controller
 
 FORCE = {"power": 10.0, "precision": 5.0}  # N, seed Sec. V-B
 NO_FORCE_SECONDS = 2.0  # length of the no-force trial
@@ -41,6 +41,7 @@ class EvaluationConfig:
     seed: int = 0
     gravity: bool = False  # gravity on the object
     margin: float = 0.5  # N, friction margin of our controller
+    filter_time: float = FILTER_TIME  # s, our controller's low-pass on the wrench estimate
     ramp: float = 4.0  # s
     hold: float = 4.0  # s
     control_period: float = 0.025  # s, our controller's cycle (40 Hz, as on the real hand)
@@ -107,7 +108,7 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
         """One trial's record; a trial the controller or simulator could not finish is recorded
         with its error (and left out of the figures), never dropped and never fatal."""
         keys = _keys(entry, method, scale, f, force.magnitude)
-        controller = make_controller(method, scale, config.margin)
+        controller = make_controller(method, scale, config.margin, config.filter_time)
         try:
             result = run_trial(hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, **common)
         except RobocalError as exc:
