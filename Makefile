@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# Test processes: the suite is mostly single-threaded XLA compilation, so CI's 2 cores run two
+# test files at a time (a file stays in one process: its module fixtures are built once).
+TEST_WORKERS ?= 2
 
 .PHONY: demo test install install-dev clean
 
@@ -19,7 +22,7 @@ demo: install
 	$(BIN)/robocal demo
 
 test: install-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
