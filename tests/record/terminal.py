@@ -33,7 +33,9 @@ class Terminal:
         self.master, self.slave = os.openpty()
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.initial = termios.tcgetattr(self.slave)
-        env = dict(os.environ, TERM="xterm-256color", JAX_PLATFORMS="cpu")
+        # the screen's size is the pty's, as in a shell that does not export COLUMNS / LINES
+        # (pytest-xdist's workers inherit COLUMNS=80 and LINES=24, which rich would take over the pty's size)
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")} | {"TERM": "xterm-256color", "JAX_PLATFORMS": "cpu"}
         self.process = subprocess.Popen(
             [sys.executable, "-c", CONTROLLING, *args], stdin=self.slave, stdout=self.slave, stderr=self.slave, cwd=cwd, env=env, start_new_session=True
         )
