@@ -2,7 +2,7 @@
 
 import pytest
 
-from robocal.grasp.metrics import compare, method_rows
+from robocal.grasp.metrics import compare, method_rows, summarize
 
 
 def _baseline(points):
@@ -32,3 +32,16 @@ def test_rows_count_kept_torque_and_quantiles():
     (row,) = method_rows(trials)
     assert row["kept"] == pytest.approx(0.8) and row["torque_sum"] == pytest.approx(5.5)
     assert row["translation_q90"] == pytest.approx(0.091) and row["rotation_q90"] == pytest.approx(0.91)
+
+
+def test_summary_counts_like_failures_together_and_splits_the_force_error_by_kind():
+    reasons = ["object moved 9.9 mm / 23.7 deg while settling", "object moved 41.2 mm / 73.7 deg while settling", "power grasp touches 2 links (palm, thumb_link4), needs 3", "power grasp touches 0 links (none), needs 3"]
+    grasps = [{"object": "a", "attempt": i, "kind": "power", "status": "failed", "reason": r, "evaluated": False} for i, r in enumerate(reasons)]
+    trials = [
+        {"method": "controller", "scale": 1.0, "kind": kind, "force": 0, "broken": False, "torque_sum": 1.0, "max_translation": 0.0, "max_rotation": 0.0, "estimate_error": error}
+        for kind, error in (("power", 9.0), ("power", 10.0), ("precision", 0.1))
+    ]
+    summary = summarize({"config": {"grasps": 8}, "grasps": grasps, "trials": trials})
+    assert summary["grasps"]["failures"] == {"object moved # mm / # deg while settling": 2, "power grasp touches # links, needs #": 2}
+    assert summary["wrench_estimation"]["force_error_median_by_kind"] == {"power": 9.5, "precision": 0.1}
+    assert summary["wrench_estimation"]["force_error_median"] == 9.0

@@ -14,6 +14,7 @@ Outside the range of scales nothing is extrapolated; the nearest end is reported
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -77,13 +78,18 @@ def summarize(results: dict) -> dict:
     ours = next((r for r in rows if r["method"] == "controller"), None)
     if ours is not None:
         summary["comparison"] = {m: compare(ours, [r for r in rows if r["method"] == m]) for m in sorted({r["method"] for r in rows} - {"controller"})}
-        held = [t["estimate_error"] for t in trials if t["method"] == "controller" and not t["broken"] and "estimate_error" in t]
+        held_trials = [t for t in trials if t["method"] == "controller" and not t["broken"] and "estimate_error" in t]
+        held = [t["estimate_error"] for t in held_trials]
+        by_kind: dict[str, list[float]] = {}
+        for t in held_trials:  # power grasps: the estimate's ambiguity (docs/grasp.md)
+            by_kind.setdefault(t["kind"], []).append(t["estimate_error"])
         quiet = [t["estimate_max"] for t in finished if t["force"] < 0]
         summary["wrench_estimation"] = {
             "held_trials": len(held),
             "force_error_mean": float(np.mean(held)) if held else None,
             "force_error_median": float(np.median(held)) if held else None,
             "force_error_q90": float(np.quantile(held, 0.9)) if held else None,
+            "force_error_median_by_kind": {kind: float(np.median(errors)) for kind, errors in sorted(by_kind.items())},
             "no_force_grasps": len(quiet),
             "no_force_estimate_max": float(np.max(quiet)) if quiet else None,
             "no_force_estimate_median": float(np.median(quiet)) if quiet else None,
@@ -97,7 +103,14 @@ def summarize(results: dict) -> dict:
         "succeeded": sum(a["status"] == "ok" for a in attempts),
         "evaluated": sum(a["evaluated"] for a in attempts),
         "evaluated_by_kind": dict(Counter(a["kind"] for a in attempts if a["evaluated"])),
-        "failures": dict(Counter(a["reason"] for a in attempts if a["status"] != "ok")),
+        "failures": dict(Counter(_reason_kind(a["reason"]) for a in attempts if a["status"] != "ok")),
         "objects_short_of_grasps": sorted({a["object"] for a in attempts} - {o for o, n in Counter(a["object"] for a in attempts if a["evaluated"]).items() if n >= results["config"]["grasps"]}),
     }
     return summary
+
+
+def _reason_kind(reason: str) -> str:
+    """A failure reason without its figures and details, to count like reasons together
+    ("object moved 9.9 mm / 23.7 deg while settling" -> "object moved # mm / # deg while
+    settling"); every attempt keeps its full reason in the results."""
+    return re.sub(r"\d+(\.\d+)?", "#", re.sub(r"\s*\([^)]*\)", "", reason))
