@@ -15,6 +15,8 @@ link contact with the first two, a palm contact with none.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -159,6 +161,8 @@ def reference_optimize(model, wrench, margin, delta0):
         if model.tip_finger[i] >= 0:
             margins.setdefault(model.tip_finger[i], []).append(slack)
     constraints += [cp.sum(cp.hstack(terms)) >= margin for terms in margins.values()]
+    if np.isfinite(model.torque_limit):
+        constraints.append(cp.abs(model.J.T @ f) <= model.torque_limit)
     regularization = (C * LEVER**2) ** 2 * (MOTION_REG * cp.sum_squares(dq) + OBJECT_REG * (cp.sum_squares(dx[3:]) + cp.sum_squares(dx[:3]) / LEVER**2))
     objective = cp.sum_squares(model.J.T @ f) + W_EQ * cp.norm(cp.multiply(D, model.G @ f + wrench)) + regularization
     problem = cp.Problem(cp.Minimize(objective), constraints)
@@ -215,6 +219,25 @@ def test_optimize_matches_reference(seed):
     assert friction_slack(model, command.forces).min() > -CONE_TOL
     assert min(tip_margins(model, command.forces).values()) > margin - 1e-6
     expected = reference_optimize(model, wrench, margin, delta0)
+    assert optimize_objective(command) == pytest.approx(expected, rel=REL, abs=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
+@pytest.mark.parametrize("seed", range(5))
+def test_torque_limit_binds_and_matches_reference(seed):
+    """With a joint torque limit at 80 % of the unlimited command's largest torque, no torque
+    exceeds it, the limit binds, and the objective is the reference's (which has the limit too)."""
+    rng = np.random.default_rng(500 + seed)
+    model = random_grasp(rng, n_link=seed % 3)
+    wrench = np.r_[unit(rng.normal(size=3)) * rng.uniform(0, 3), rng.normal(0, 0.03, 3)]
+    delta0 = cone_forces(rng, model.normals, scale=2.0).reshape(-1) / C
+    free = optimize_torques(model, wrench, margin=0.2, delta0=delta0)
+    limited_model = replace(model, torque_limit=0.8 * np.abs(free.tau).max())
+    command = optimize_torques(limited_model, wrench, margin=0.2, delta0=delta0)
+    assert np.abs(command.tau).max() < limited_model.torque_limit + 1e-6
+    assert np.abs(command.tau).max() > limited_model.torque_limit - 1e-3  # binds: the free optimum lies beyond
+    assert min(tip_margins(model, command.forces).values()) > 0.2 - 1e-6
+    expected = reference_optimize(limited_model, wrench, 0.2, delta0)
     assert optimize_objective(command) == pytest.approx(expected, rel=REL, abs=1e-9)
 
 

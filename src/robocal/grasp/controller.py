@@ -36,6 +36,7 @@ STIFFNESS = 1.0e4  # N/m
 FRICTION = 0.4
 KP = 5.0  # Nm/rad
 FILTER_TIME = 0.1  # s: time constant of our controller's low-pass on the wrench estimate
+MIN_MARGIN = 0.05  # N: the smallest friction margin tried before none
 
 
 class WrenchEstimator(Protocol):
@@ -78,9 +79,10 @@ class AnalyticalPredictor:
     that explain the settled torques tau_init (the estimator's program) as c delta0, so the
     command knows what the generator's preload already presses and can also release it.
 
-    Where no motion of the modeled contacts gives some fingertip the margin (a tip only the
-    object's motion can press), the program is infeasible; that cycle is solved without the
-    margin, and `margin_dropped` counts such cycles."""
+    Where no motion of the modeled contacts gives some fingertip the margin within the joints'
+    torque limit (a tip only the object's motion can press, or a margin that needs more than
+    the actuators give), the program is infeasible; that cycle is solved again with the margin
+    halved, down to MIN_MARGIN and then none, and `margin_dropped` counts such cycles."""
 
     margin: float = 0.5  # N: minimum friction margin per fingertip in contact (seed Eq. 9)
     model: GraspModel | None = field(default=None, init=False)
@@ -94,19 +96,23 @@ class AnalyticalPredictor:
 
     def offsets(self, wrench) -> np.ndarray:
         wrench = np.asarray(wrench, dtype=float)
-        try:
-            return optimize_torques(self.model, wrench, margin=self.margin, delta0=self.delta0).q_offset
-        except RobocalError:
-            if self.margin == 0:
-                raise
-            self.margin_dropped += 1
-            return optimize_torques(self.model, wrench, margin=0.0, delta0=self.delta0).q_offset
+        margin = self.margin
+        while True:
+            try:
+                return optimize_torques(self.model, wrench, margin=margin, delta0=self.delta0).q_offset
+            except RobocalError:
+                if margin == 0:
+                    raise
+                if margin == self.margin:
+                    self.margin_dropped += 1
+                margin = margin / 2 if margin / 2 >= MIN_MARGIN else 0.0
 
 
 def linearized(situation: GraspSituation) -> GraspModel:
     """The grasp linearized at the controller's start: contacts at q_init, moments about the
-    object's reference point."""
-    return grasp_model(situation.hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP)
+    object's reference point, torques within the hand's limit."""
+    hand = situation.hand
+    return grasp_model(hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP, torque_limit=hand.effort)
 
 
 @dataclass

@@ -37,15 +37,17 @@ class PalmBox:
 # Below the finger bases (z 0.10-0.14 m), spanning the four bases in x and y; its top face
 # (z = 0.095 m) is what a power grasp presses the object against. Chosen, not published.
 PALM = PalmBox(center=(-0.005, -0.012, 0.055), half_extents=(0.055, 0.065, 0.04))
+EFFORT = 2.0  # Nm, the joints' torque limit (the shared DLR-Hand II URDF's effort)
 
 
 @dataclass(frozen=True)
 class Hand:
-    """A fixed multi-fingered hand: tree, capsules per link, palm box."""
+    """A fixed multi-fingered hand: tree, capsules per link, palm box, the joints' torque limit."""
 
     tree: KinematicTree
     capsules: dict[str, tuple[Capsule, ...]]
     palm: PalmBox = PALM
+    effort: float = EFFORT  # Nm
 
     @classmethod
     def load(cls, robot: str | Path | None = None, geometry: str | Path | None = None) -> Hand:

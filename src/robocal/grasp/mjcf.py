@@ -24,7 +24,7 @@ Drives
     medial joint (q3 with q4 coupled: about 1.6e-4 kg m^2 including armature) critically and the
     proximal joint (about 6e-4 kg m^2) at a damping ratio near 0.5. The control range is the
     joint range widened by `CTRL_MARGIN` on both sides, so a desired angle may lie beyond a
-    contact or a joint limit; the force is clipped at `EFFORT` = 2 Nm, the joint effort limit of
+    contact or a joint limit; the force is clipped at `Hand.effort` = 2 Nm, the joint effort limit of
     the shared DLR-Hand II URDF. An `actuatorfrc` sensor per actuator reads the commanded (=
     measured, the torque controller being ideal) joint torque tau_m. The implicitfast integrator
     treats the actuator damping implicitly.
@@ -84,7 +84,6 @@ if TYPE_CHECKING:
 TIMESTEP = 1e-3  # s
 KP = 5.0  # Nm/rad, joint impedance stiffness (paper, section V-A)
 KD = 0.06  # Nms/rad, joint impedance damping (chosen, see the module docstring)
-EFFORT = 2.0  # Nm, joint torque limit (shared DLR-Hand II URDF)
 CTRL_MARGIN = 1.0  # rad, desired angles may lie this far outside the joint range
 ARMATURE = 1e-4  # kg m^2, driven joints
 MIMIC_ARMATURE = 2e-5  # kg m^2, coupled joints
@@ -277,7 +276,7 @@ def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarra
             kp=repr(KP),
             kv=repr(KD),
             ctrlrange=_fmt([low - CTRL_MARGIN, high + CTRL_MARGIN]),
-            forcerange=_fmt([-EFFORT, EFFORT]),
+            forcerange=_fmt([-hand.effort, hand.effort]),
         )
         ET.SubElement(sensor, "actuatorfrc", name=f"torque:{name}", actuator=name)
     return ET.tostring(root, encoding="unicode")

@@ -104,6 +104,7 @@ class GraspModel:
     mu: float = 0.4
     stiffness: float = 1.0e4  # c, N/m
     kp: float = 5.0  # Nm/rad
+    torque_limit: float = np.inf  # Nm, |tau_j| the actuators can give (inf: none)
 
     def __post_init__(self):
         for name, dtype in (("G", float), ("J", float), ("normals", float), ("tip_finger", int)):
@@ -114,8 +115,8 @@ class GraspModel:
             raise RobocalError(f"GraspModel: inconsistent shapes {shapes} (expected (6, 3N), (3N, L), (N, 3), (N,))")
         if n and not np.allclose(np.linalg.norm(self.normals, axis=1), 1.0, atol=1e-6):
             raise RobocalError("GraspModel: the contact normals must be unit vectors")
-        if not (self.mu > 0 and self.stiffness > 0 and self.kp > 0):
-            raise RobocalError(f"GraspModel: mu, stiffness and kp must be positive (got {self.mu}, {self.stiffness}, {self.kp})")
+        if not (self.mu > 0 and self.stiffness > 0 and self.kp > 0 and self.torque_limit > 0):
+            raise RobocalError(f"GraspModel: mu, stiffness, kp and torque_limit must be positive (got {self.mu}, {self.stiffness}, {self.kp}, {self.torque_limit})")
 
     @property
     def n_contacts(self) -> int:
@@ -251,35 +252,42 @@ class GraspPrograms:
         m, n, L = self.model, self.model.n_contacts, self.model.n_joints
         c, tips = m.stiffness, np.flatnonzero(m.tip_finger >= 0)
         T, F, nu = len(tips), len(self.fingers), L + 6
+        K = 2 * L if np.isfinite(m.torque_limit) else 0  # -limit <= tau <= limit
+        N = T + F + K  # rows of the nonnegative cone
         # variables z = (u (L + 6), s (T), t), u the motion in newtons: c LEVER dq, c dx_trans,
         # c LEVER dx_rot; f = B u + c delta0. The objective is divided by LEVER^2 so that
         # clarabel sees entries of order one (its static regularization, 1e-8, would
         # otherwise outweigh the motion regularization).
         self._unit = c * np.r_[np.full(L, LEVER), np.ones(3), np.full(3, LEVER)]  # u / (dq, dx)
         self._B = np.hstack([m.J, -m.G.T]) * (c / self._unit)
-        # slack = S_f f + S_z z + b0: rows (NN: T tips, F margins) (SOC3 x N) (SOC7: t, D (G f + w))
-        rows = T + F + 3 * n + 7
+        # slack = S_f f + S_z z + b0: rows (NN: T tips, F margins, K torque limits) (SOC3 x N)
+        # (SOC7: t, D (G f + w))
+        rows = N + 3 * n + 7
         S_f, S_z = np.zeros((rows, 3 * n)), np.zeros((rows, nu + T + 1))
         cone = self._cone.copy()
         for k, i in enumerate(tips):
             S_f[k] = cone[3 * i]  # mu f_n,i - s_i >= 0
             S_z[k, nu + k] = -1.0
             cone[3 * i] = 0.0  # its cone's first entry becomes s_i
-            S_z[T + F + 3 * i, nu + k] = 1.0
+            S_z[N + 3 * i, nu + k] = 1.0
         for l, finger in enumerate(self.fingers):  # sum over the finger's tips of (mu f_n - s) >= v
             mine = m.tip_finger[tips] == finger
             S_f[T + l], S_z[T + l] = S_f[:T][mine].sum(axis=0), S_z[:T][mine].sum(axis=0)
-        S_f[T + F : T + F + 3 * n] = cone
+        if K:
+            S_f[T + F : N] = np.vstack([-m.J.T, m.J.T])  # limit -+ J^T f >= 0
+        S_f[N : N + 3 * n] = cone
         D = np.r_[np.ones(3), np.full(3, 1.0 / LEVER)]
-        S_z[T + F + 3 * n, -1] = 1.0
-        S_f[T + F + 3 * n + 1 :] = D[:, None] * m.G
-        self._S_f, self._D, self._T, self._F = S_f, D, T, F
+        S_z[N + 3 * n, -1] = 1.0
+        S_f[N + 3 * n + 1 :] = D[:, None] * m.G
+        self._b0 = np.zeros(rows)
+        self._b0[T + F : N] = m.torque_limit
+        self._S_f, self._D, self._T, self._F, self._N = S_f, D, T, F, N
         A = -np.hstack([S_f @ self._B, S_z[:, nu:]])  # S_z has no entries on u: it acts through f
         self._JB = JB = m.J.T @ self._B / LEVER  # tau / LEVER per u
         P = np.zeros((nu + T + 1, nu + T + 1))
         P[:nu, :nu] = 2 * (JB.T @ JB + np.diag(np.r_[np.full(L, MOTION_REG), np.full(6, OBJECT_REG)]))
         self._q_opt = np.r_[np.zeros(nu + T), W_EQ / LEVER**2]
-        cones = [clarabel.NonnegativeConeT(T + F)] if T + F else []
+        cones = [clarabel.NonnegativeConeT(N)] if N else []
         cones += [clarabel.SecondOrderConeT(3)] * n + [clarabel.SecondOrderConeT(7)]
         self._optimizer = _Program("torque optimization", sp.csc_matrix(np.triu(P)), self._q_opt, sp.csc_matrix(A), cones)
 
@@ -298,10 +306,10 @@ class GraspPrograms:
             raise RobocalError(f"optimize_torques: delta0 must hold 3N = {3 * n} finite values")
         if self._optimizer is None:
             self._build_optimizer()
-        T, F, nu = self._T, self._F, L + 6
-        b = self._S_f @ f0
+        T, F, N, nu = self._T, self._F, self._N, L + 6
+        b = self._S_f @ f0 + self._b0
         b[T : T + F] -= margin
-        b[T + F + 3 * n + 1 :] += self._D * wrench
+        b[N + 3 * n + 1 :] += self._D * wrench
         q = self._q_opt.copy()
         q[:nu] = 2 * self._JB.T @ (m.J.T @ f0 / LEVER)
         x, status = self._optimizer.solve(q=q, b=b)
