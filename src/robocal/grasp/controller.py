@@ -28,7 +28,7 @@ import numpy as np
 
 from robocal.errors import RobocalError
 from robocal.grasp.contacts import grasp_model
-from robocal.grasp.programs import GraspModel, estimate_wrench, optimize_torques
+from robocal.grasp.programs import GraspModel, TorqueCommand, estimate_wrench, optimize_torques
 from robocal.grasp.simulation import GraspSituation
 
 # Seed Sec. V-A: contact stiffness, friction coefficient, impedance stiffness.
@@ -95,17 +95,22 @@ class AnalyticalPredictor:
         self.delta0 = forces.reshape(-1) / self.model.stiffness
 
     def offsets(self, wrench) -> np.ndarray:
-        wrench = np.asarray(wrench, dtype=float)
-        margin = self.margin
-        while True:
-            try:
-                return optimize_torques(self.model, wrench, margin=margin, delta0=self.delta0).q_offset
-            except RobocalError:
-                if margin == 0:
-                    raise
-                if margin == self.margin:
-                    self.margin_dropped += 1
-                margin = margin / 2 if margin / 2 >= MIN_MARGIN else 0.0
+        command, margin = torque_command(self.model, np.asarray(wrench, dtype=float), self.margin, self.delta0)
+        if margin < self.margin:
+            self.margin_dropped += 1
+        return command.q_offset
+
+
+def torque_command(model: GraspModel, wrench: np.ndarray, margin: float, delta0: np.ndarray | None = None) -> tuple[TorqueCommand, float]:
+    """`optimize_torques` with the friction margin halved while the program is infeasible
+    (down to MIN_MARGIN, then none); returns the command and the margin it holds."""
+    while True:
+        try:
+            return optimize_torques(model, wrench, margin=margin, delta0=delta0), margin
+        except RobocalError:
+            if margin == 0:
+                raise
+            margin = margin / 2 if margin / 2 >= MIN_MARGIN else 0.0
 
 
 def linearized(situation: GraspSituation) -> GraspModel:

@@ -36,7 +36,8 @@ tip touches the object:
 
     minimize    ||J^T f||^2 + W_EQ ||D (G f + w)|| + regularization(dq, dx)
     subject to  f_i in its friction cone                         for every contact,
-                s_i >= ||f_t,i||,  sum_{i on tip l} (mu f_n,i - s_i) >= v   for every finger l.
+                s_i >= ||f_t,i||,  sum_{i on tip l} (mu f_n,i - s_i) >= v   for every finger l,
+                |(J^T f)_j| <= torque_limit                       for every joint j.
 
 Equilibrium is a penalty, so the program stays feasible when this contact set cannot resist w;
 `TorqueCommand.equilibrium_residual` reports what is left. D = diag(1, 1, 1, 1/LEVER x 3)
