@@ -200,6 +200,9 @@ class _LoggedProgress:
 
     LOG_EVERY = 30.0  # s
 
+    def __init__(self) -> None:
+        self._tasks: list[dict] = []
+
     def __enter__(self):
         return self
 
@@ -207,7 +210,6 @@ class _LoggedProgress:
         pass
 
     def add_task(self, description: str, total: float | None = None) -> int:
-        self._tasks = getattr(self, "_tasks", [])
         self._tasks.append({"description": description, "total": total, "completed": 0, "start": time.monotonic(), "logged": time.monotonic(), "finished": False})
         return len(self._tasks) - 1
 

@@ -126,8 +126,8 @@ class GraspController:
 
     The estimate passes a first-order low-pass (time constant `filter_time`) before the
     predictor sees it; `last_wrench` is the filtered estimate. Unfiltered, the loop estimate ->
-    command -> object motion -> estimate can ring up: on 37 of 280 grasps of an evaluation
-    (36 fingertip tripods) the object then drifted 8-40 mm with no external force at all."""
+    command -> object motion -> estimate can ring up: fingertip tripods then drift millimetres
+    with no external force at all (docs/grasp.md has the figures)."""
 
     estimator: WrenchEstimator
     predictor: TorquePredictor
@@ -152,7 +152,7 @@ class GraspController:
 
     def step(self, t: float, q_m: np.ndarray, tau_m: np.ndarray) -> np.ndarray:
         dt, self._t = t - self._t, t
-        alpha = dt / (self.filter_time + dt)
+        alpha = dt / (self.filter_time + dt) if self.filter_time > 0 else 1.0
         self.last_wrench = self.last_wrench + alpha * (self.estimator.estimate(self._q_d, q_m, tau_m) - self.last_wrench)
         self._q_d = self._q_init + self.predictor.offsets(self.last_wrench)
         return self._q_d
