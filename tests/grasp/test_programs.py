@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from robocal.errors import RobocalError
+from robocal.grasp.controller import torque_command
 from robocal.grasp.programs import F_SIGMA, FORCE_REG, LEVER, MOTION_REG, OBJECT_REG, W_EQ, GraspModel, estimate_wrench, optimize_torques, programs_for
 
 MU, C, KP = 0.4, 1.0e4, 5.0
@@ -295,19 +296,24 @@ def test_optimized_torques_hold_the_object(seed):
     assert np.linalg.norm(command.dx[:3]) + 0.05 * np.linalg.norm(command.dx[3:]) < 0.5 * deflection
 
 
-def test_pinch_torques_closed_form_and_monotonic():
-    """Two fingertips pinch at +-R x; each finger's J is lever x a rotation, so ||tau|| = lever
-    ||f||. A force s along y splits evenly between the tips (the moment about z forbids
-    otherwise), and each tip needs a normal force a with mu a - s/2 >= v:
-    ||tau||^2 = lever^2 (2 a^2 + s^2 / 2), a = (v + s / 2) / mu, increasing with s."""
+def pinch(lever=0.04, radius=0.03, **limit):
+    """Two fingertips at +-radius x, each finger's J lever x a rotation (||tau|| = lever ||f||)."""
     rng = np.random.default_rng(5)
-    lever, radius, v = 0.04, 0.03, 0.5
     J = np.zeros((6, 6))
     for k in range(2):
         J[3 * k : 3 * k + 3, 3 * k : 3 * k + 3] = lever * np.linalg.qr(rng.normal(size=(3, 3)))[0]
     normals = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
     G = np.hstack([np.vstack([np.eye(3), skew(radius * n)]) for n in normals])
-    model = GraspModel(G=G, J=J, normals=normals, tip_finger=np.array([0, 1]), mu=MU, stiffness=C, kp=KP)
+    return GraspModel(G=G, J=J, normals=normals, tip_finger=np.array([0, 1]), mu=MU, stiffness=C, kp=KP, **limit)
+
+
+def test_pinch_torques_closed_form_and_monotonic():
+    """Two fingertips pinch at +-R x; each finger's J is lever x a rotation, so ||tau|| = lever
+    ||f||. A force s along y splits evenly between the tips (the moment about z forbids
+    otherwise), and each tip needs a normal force a with mu a - s/2 >= v:
+    ||tau||^2 = lever^2 (2 a^2 + s^2 / 2), a = (v + s / 2) / mu, increasing with s."""
+    lever, v = 0.04, 0.5
+    model = pinch(lever)
     norms = []
     for s in [0.0, 0.5, 1.0, 2.0, 4.0, 8.0]:
         command = optimize_torques(model, np.array([0, s, 0, 0, 0, 0.0]), margin=v)
@@ -319,6 +325,20 @@ def test_pinch_torques_closed_form_and_monotonic():
 
 
 # ---- interface --------------------------------------------------------------------------------
+
+
+def test_a_margin_beyond_the_torque_limit_is_halved():
+    """Unloaded, the pinch's torques grow in proportion to the margin (a = v / mu along the
+    normals): a limit at 75 % of those of v = 0.5 N allows v <= 0.375 N, so the controller's
+    command halves the margin once, to 0.25 N, within the limit."""
+    free = optimize_torques(pinch(), np.zeros(6), margin=0.5)
+    limited = pinch(torque_limit=0.75 * np.abs(free.tau).max())
+    with pytest.raises(RobocalError):
+        optimize_torques(limited, np.zeros(6), margin=0.5)
+    command, margin = torque_command(limited, np.zeros(6), 0.5)
+    assert margin == 0.25
+    assert min(tip_margins(limited, command.forces).values()) > 0.25 - 1e-6
+    assert np.abs(command.tau).max() < limited.torque_limit + 1e-6
 
 
 def test_unholdable_margin_raises():
