@@ -37,9 +37,9 @@ def key_presses(fd: int) -> Iterator[Callable[[float], str]]:
     """Single key presses, without Enter or echo, while the context lasts: yields read(timeout)
     -> the keys pressed ('' after timeout seconds without one). Cbreak rather than raw mode keeps
     Ctrl-C a signal, so a hung source can still be interrupted; the terminal's settings come back
-    on every way out, Ctrl-C included. When the terminal goes away (its window closed, a lost
-    connection under nohup or tmux's detach-on-destroy), read raises `TerminalClosed` instead
-    of reporting an endless stream of empty reads."""
+    on every way out, Ctrl-C included. When the terminal goes away while the recorder outlives
+    the hang-up (SIGHUP ignored, as under nohup), read raises `TerminalClosed` instead of
+    reporting an endless stream of empty reads."""
     if not os.isatty(fd):
         raise RobocalError(f"{TITLE} reads single key presses: run it in a terminal (its standard input is not one)")
     saved = termios.tcgetattr(fd)
