@@ -115,9 +115,15 @@ def torque_command(model: GraspModel, wrench: np.ndarray, margin: float, delta0:
 
 def linearized(situation: GraspSituation) -> GraspModel:
     """The grasp linearized at the controller's start: contacts at q_init, moments about the
-    object's reference point, torques within the hand's limit."""
-    hand = situation.hand
-    return grasp_model(hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP, torque_limit=hand.effort)
+    object's reference point, torques within the hand's limit. Made once per situation and kept
+    on it (like `programs_for` on the model), so estimator and predictor share it and the
+    programs assembled for it."""
+    cached = situation.__dict__.get("_linearized")
+    if cached is None:
+        hand = situation.hand
+        cached = grasp_model(hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP, torque_limit=hand.effort)
+        situation.__dict__["_linearized"] = cached
+    return cached
 
 
 @dataclass
