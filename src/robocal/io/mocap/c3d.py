@@ -24,7 +24,8 @@ import c3d
 import numpy as np
 
 from robocal.errors import InputError
-from robocal.io.mocap.recording import MarkerTrack, MocapRecording, check_unique, frame_numbers, length_scale
+from robocal.io.mocap.formats import check_unique, frame_numbers, length_scale
+from robocal.io.mocap.recording import MarkerTrack, MocapRecording
 
 
 def is_c3d(head: bytes) -> bool:

@@ -24,11 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from robocal.errors import InputError
-from robocal.io.mocap.recording import (
-    BodyTrack,
+from robocal.io.mocap.formats import (
     CsvBlock,
-    MarkerTrack,
-    MocapRecording,
     check_unique,
     format_cells,
     frame_numbers,
@@ -37,6 +34,7 @@ from robocal.io.mocap.recording import (
     unit_quaternions,
     write_csv_rows,
 )
+from robocal.io.mocap.recording import BodyTrack, MarkerTrack, MocapRecording
 
 DECIMALS = 9
 BODY_COLUMNS = [("Rotation", "X"), ("Rotation", "Y"), ("Rotation", "Z"), ("Rotation", "W"),

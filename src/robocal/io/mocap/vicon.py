@@ -26,11 +26,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from robocal.errors import InputError
-from robocal.io.mocap.recording import (
-    BodyTrack,
+from robocal.io.mocap.formats import (
     CsvBlock,
-    MarkerTrack,
-    MocapRecording,
     check_unique,
     format_cells,
     frame_numbers,
@@ -38,6 +35,7 @@ from robocal.io.mocap.recording import (
     read_csv_rows,
     write_csv_rows,
 )
+from robocal.io.mocap.recording import BodyTrack, MarkerTrack, MocapRecording
 
 SECTIONS = ("Devices", "Joints", "Model Outputs", "Segments", "Trajectories")
 ANGLE_UNITS = {"deg": True, "rad": False}  # unit -> degrees?
