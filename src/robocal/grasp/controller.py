@@ -27,14 +27,11 @@ from typing import Protocol
 import numpy as np
 
 from robocal.errors import RobocalError
+from robocal.grasp.constants import FRICTION, KP, STIFFNESS
 from robocal.grasp.contacts import grasp_model
 from robocal.grasp.programs import GraspModel, TorqueCommand, estimate_wrench, optimize_torques
 from robocal.grasp.simulation import GraspSituation
 
-# Seed Sec. V-A: contact stiffness, friction coefficient, impedance stiffness.
-STIFFNESS = 1.0e4  # N/m
-FRICTION = 0.4
-KP = 5.0  # Nm/rad
 FILTER_TIME = 0.1  # s: time constant of our controller's low-pass on the wrench estimate
 MIN_MARGIN = 0.05  # N: the smallest friction margin tried before none
 

@@ -76,21 +76,20 @@ import mujoco
 import numpy as np
 
 from robocal.errors import RobocalError
+from robocal.grasp.constants import FRICTION, KP
+from robocal.grasp.constants import STIFFNESS as CONTACT_STIFFNESS
 from robocal.grasp.hand import Hand
 
 if TYPE_CHECKING:
     from robocal.grasp.objects import GraspObject
 
 TIMESTEP = 1e-3  # s
-KP = 5.0  # Nm/rad, joint impedance stiffness (paper, section V-A)
 KD = 0.06  # Nms/rad, joint impedance damping (chosen, see the module docstring)
 CTRL_MARGIN = 1.0  # rad, desired angles may lie this far outside the joint range
 ARMATURE = 1e-4  # kg m^2, driven joints
 MIMIC_ARMATURE = 2e-5  # kg m^2, coupled joints
 HAND_DENSITY = 700.0  # kg/m^3 on the capsules
 BARE_LINK_MASS = 0.02  # kg, links without capsules
-FRICTION = 0.4  # Coulomb friction coefficient (paper)
-CONTACT_STIFFNESS = 1e4  # N/m per contact point (paper)
 CONTACT_DAMPING_RATIO = 1.0
 MIN_CONTACT_MASS = 0.04  # kg: caps the contact mode at sqrt(c / m) = 500 rad/s
 COUPLING_SOLREF = (0.002, 1.0)  # time constant (2 time steps), damping ratio

@@ -35,7 +35,7 @@ import numpy as np
 from robocal.errors import RobocalError
 from robocal.grasp import mjcf
 from robocal.grasp.contacts import Contact
-from robocal.grasp.grasps import Grasp, rotation_angle
+from robocal.grasp.grasps import MAX_ROTATION, MAX_TRANSLATION, Grasp, rotation_angle
 from robocal.grasp.hand import Hand
 from robocal.grasp.objects import GraspObject
 
@@ -186,7 +186,7 @@ def run_trial(
     duration_ramp: float = 4.0,
     duration_hold: float = 4.0,
     control_period: float = 0.025,
-    limits: tuple[float, float] = (0.03, np.deg2rad(20)),
+    limits: tuple[float, float] = (MAX_TRANSLATION, MAX_ROTATION),
 ) -> TrialResult:
     """Simulate one trial from the grasp's settled state (module docstring)."""
     if not grasp.ok:
