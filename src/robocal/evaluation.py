@@ -18,7 +18,7 @@ from robocal.measurements.base import Measurement, summarize
 from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
 from robocal.problem import Problem, load_problem
-from robocal.problem.build import load_robot
+from robocal.kinematics.load import load_robot
 from robocal.results import read_results
 from robocal.simulation.testset import uniform_cartesian_test_set
 

@@ -23,7 +23,7 @@ from robocal.geometry.links import GeometryConfig, LinkShape, load_geometry
 from robocal.geometry.primitives import Capsule
 from robocal.kinematics.tree import KinematicTree
 from robocal.models import packaged
-from robocal.problem.build import load_robot
+from robocal.kinematics.load import load_robot
 
 
 @dataclass(frozen=True)

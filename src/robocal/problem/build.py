@@ -12,11 +12,10 @@ import numpy as np
 
 from robocal.errors import InputError, RobocalError
 from robocal.geometry.links import load_geometry
-from robocal.kinematics.dh import load_dh
+from robocal.kinematics.load import load_robot
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.sensors import JointSensors
 from robocal.kinematics.tree import KinematicTree
-from robocal.kinematics.urdf import load_urdf
 from robocal.measurements.base import BuildContext, Measurement
 from robocal.measurements.registry import measurement_types
 from robocal.mobile.drive import NAMES as DRIVE_NAMES
@@ -25,13 +24,6 @@ from robocal.frames import Frame, placement_matrix
 from robocal.problem.schema import ProblemConfig
 from robocal.solver import MapProblem
 from robocal.validation import load_yaml_model
-
-
-def load_robot(path: Path) -> KinematicTree:
-    """A URDF (.urdf, .xml) or a DH table (.yaml, .yml)."""
-    if path.suffix in (".yaml", ".yml"):
-        return load_dh(path)
-    return load_urdf(path)
 
 
 def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ from robocal.kinematics import transforms as tf
 from robocal.kinematics.dh import Num, Vec3
 from robocal.kinematics.tree import KinematicTree
 from robocal.models import packaged
-from robocal.problem.build import load_robot
+from robocal.kinematics.load import load_robot
 from robocal.validation import Strict, load_yaml_model
 
 
