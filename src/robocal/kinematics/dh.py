@@ -22,16 +22,25 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
-from robocal.kinematics.tree import Joint, KinematicTree, Mimic, Origin
+from robocal.kinematics.tree import MAX_ORIGIN_VALUE, Joint, KinematicTree, Mimic, Origin
 from robocal.validation import Strict, load_yaml_model
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def _number(value) -> float:
-    """A float, or a small arithmetic expression in `pi` such as "-pi/2"."""
-    if isinstance(value, (int, float)):
-        return float(value)
+    """A finite float within the plausibility limit of model files, or a small arithmetic
+    expression in `pi` such as "-pi/2"."""
+    if isinstance(value, bool):
+        raise ValueError(f"'{value}' is not a number")
+    number = float(value) if isinstance(value, (int, float)) else _expression(value)
+    if not abs(number) <= MAX_ORIGIN_VALUE:
+        raise ValueError(f"'{value}' is not a finite number within +-{MAX_ORIGIN_VALUE:g}")
+    return number
+
+
+def _expression(value) -> float:
+    """The value of a text of numbers, `pi`, + - * / and parentheses."""
 
     def ev(node):
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
@@ -46,7 +55,7 @@ def _number(value) -> float:
 
     try:
         return ev(ast.parse(str(value), mode="eval").body)
-    except SyntaxError:
+    except (SyntaxError, RecursionError, ZeroDivisionError, OverflowError):
         raise ValueError(f"'{value}' is not a number or an expression in pi") from None
 
 

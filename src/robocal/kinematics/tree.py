@@ -28,6 +28,11 @@ ORIGIN_COORDINATES: dict[str, tuple[str, ...]] = {
 }
 # Which coordinates are lengths (m); the others are angles (rad).
 LENGTH_COORDINATES = {"x", "y", "z", "d", "a"}
+# Plausibility limits of a model file: no robot has joint origins a kilometre away (or angles of a
+# thousand radians), and a tree of more joints than this is a generated or corrupted file whose
+# forward kinematics would take minutes to compile.
+MAX_ORIGIN_VALUE = 1e3
+MAX_JOINTS = 2000
 
 
 @dataclass(frozen=True)
@@ -102,14 +107,32 @@ class KinematicTree:
     end_effectors: tuple[str, ...] = field(default=())
 
     def __post_init__(self):
+        where = self.source or self.name
+        if len(self.joints) > MAX_JOINTS:
+            raise RobocalError(f"{where}: {len(self.joints)} joints, more than the {MAX_JOINTS} a robot model may have")
+        if len(self.joint_index) != len(self.joints):
+            twice = sorted({j.name for j in self.joints if sum(k.name == j.name for k in self.joints) > 1})
+            raise RobocalError(f"{where}: joint names given twice: {', '.join(twice)}")
         seen = {self.root}
         for joint in self.joints:
             if joint.parent not in seen:
-                raise RobocalError(f"{self.source or self.name}: joint '{joint.name}' comes before its parent link '{joint.parent}'")
+                raise RobocalError(f"{where}: joint '{joint.name}' comes before its parent link '{joint.parent}'")
+            if joint.child in seen:
+                raise RobocalError(f"{where}: link '{joint.child}' of joint '{joint.name}' already has a parent (a link has one parent joint)")
             seen.add(joint.child)
+            bad = [c for c, v in zip(joint.origin.coordinates, joint.origin.values) if not abs(v) <= MAX_ORIGIN_VALUE]
+            if bad:
+                raise RobocalError(f"{where}: joint '{joint.name}': origin {', '.join(bad)} must be finite and within +-{MAX_ORIGIN_VALUE:g}")
         for joint in self.joints:
             if joint.mimic is not None and joint.mimic.joint not in self.joint_index:
-                raise RobocalError(f"{self.source or self.name}: joint '{joint.name}' mimics unknown joint '{joint.mimic.joint}'")
+                raise RobocalError(f"{where}: joint '{joint.name}' mimics unknown joint '{joint.mimic.joint}'")
+        for joint in self.joints:
+            followed, current = {joint.name}, joint
+            while current.mimic is not None:
+                current = self.joints[self.joint_index[current.mimic.joint]]
+                if current.name in followed:
+                    raise RobocalError(f"{where}: joint '{joint.name}' mimics itself through {', '.join(sorted(followed))}")
+                followed.add(current.name)
 
     @cached_property
     def joint_index(self) -> dict[str, int]:

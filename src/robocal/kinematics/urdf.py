@@ -7,34 +7,71 @@ whitespace, and every byte outside the `<robot>` element are preserved.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 import numpy as np
 from lxml import etree
 
-from robocal.errors import InputError
+from robocal.errors import InputError, RobocalError
 from robocal.kinematics.transforms import matrix_to_rpy
-from robocal.kinematics.tree import Joint, KinematicTree, Mimic, Origin
+from robocal.kinematics.tree import MAX_JOINTS, MAX_ORIGIN_VALUE, Joint, KinematicTree, Mimic, Origin
 
 SUPPORTED = ("revolute", "continuous", "prismatic", "fixed")
 
 
+# A URDF is a small text file; one this large is not a robot description (meshes live in files
+# of their own). Parsing is bounded so that a hostile file cannot exhaust memory.
+MAX_BYTES = 32 * 2**20
+
+
 def _floats(path: Path, element, attribute: str, default: str, count: int) -> tuple[float, ...]:
+    """`count` finite numbers from an attribute (the default where the element or attribute is absent)."""
     text = element.get(attribute, default) if element is not None else default
     try:
         values = tuple(float(v) for v in text.split())
     except ValueError:
         values = ()
-    if len(values) != count:
-        raise InputError(path, f"{element.tag} {attribute}='{text}' must be {count} numbers", line=element.sourceline)
+    if len(values) != count or not all(abs(v) <= MAX_ORIGIN_VALUE for v in values):
+        raise InputError(path, f"<{element.tag} {attribute}='{text}'> must be {count} numbers, finite and within +-{MAX_ORIGIN_VALUE:g}",
+                         line=element.sourceline)
     return values
 
 
+def _float(path: Path, element, attribute: str, default: float | None = None) -> float:
+    """One finite number from an attribute; absent is an error unless there is a default."""
+    text = element.get(attribute)
+    if text is None and default is not None:
+        return default
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not math.isfinite(value):
+        raise InputError(path, f"<{element.tag}> attribute {attribute}='{text}' must be a finite number", line=element.sourceline)
+    return value
+
+
+def _name(path: Path, element, what: str) -> str:
+    name = (element.get("name") or "").strip()
+    if not name:
+        raise InputError(path, f"a <{what}> without a name", line=element.sourceline)
+    return name
+
+
 def parse_document(path: str | Path) -> etree._ElementTree:
+    """The parsed XML, without DTDs, entity expansion or network access (XXE, billion laughs)."""
     path = Path(path)
     try:
-        return etree.parse(str(path), etree.XMLParser(remove_comments=False, remove_blank_text=False))
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(path, f"cannot read URDF ({exc.strerror})") from None
+    if size > MAX_BYTES:
+        raise InputError(path, f"{size / 2**20:.0f} MiB is more than the {MAX_BYTES // 2**20} MiB a URDF may have")
+    parser = etree.XMLParser(remove_comments=False, remove_blank_text=False, resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+    try:
+        return etree.parse(str(path), parser)
     except OSError as exc:
         raise InputError(path, f"cannot read URDF ({exc})") from None
     except etree.XMLSyntaxError as exc:
@@ -47,51 +84,81 @@ def load_urdf(path: str | Path) -> KinematicTree:
     robot = parse_document(path).getroot()
     if robot.tag != "robot":
         raise InputError(path, f"root element is <{robot.tag}>, expected <robot>", line=robot.sourceline)
-    links = [link.get("name") for link in robot.findall("link")]
-    joints = {}
+    links: dict[str, int] = {}
+    for el in robot.findall("link"):
+        name = _name(path, el, "link")
+        if name in links:
+            raise InputError(path, f"link '{name}' is defined twice (first on line {links[name]})", line=el.sourceline)
+        links[name] = el.sourceline
+    if len(robot.findall("joint")) > MAX_JOINTS:
+        raise InputError(path, f"{len(robot.findall('joint'))} joints, more than the {MAX_JOINTS} a robot model may have")
+    joints: dict[str, Joint] = {}
+    lines: dict[str, int] = {}
+    parent_of: dict[str, str] = {}
     for el in robot.findall("joint"):
-        name, kind = el.get("name"), el.get("type")
-        if kind not in SUPPORTED:
-            raise InputError(path, f"joint '{name}' has type '{kind}'; supported: {', '.join(SUPPORTED)}", line=el.sourceline)
-        parent, child = el.find("parent"), el.find("child")
-        if parent is None or child is None:
-            raise InputError(path, f"joint '{name}' needs <parent> and <child>", line=el.sourceline)
-        origin = el.find("origin")
-        xyz = _floats(path, origin, "xyz", "0 0 0", 3)
-        rpy = _floats(path, origin, "rpy", "0 0 0", 3)
-        axis_el = el.find("axis")
-        axis = np.array(_floats(path, axis_el, "xyz", "1 0 0", 3))
-        if kind != "fixed":
-            norm = np.linalg.norm(axis)
-            if norm == 0:
-                raise InputError(path, f"joint '{name}' has a zero axis", line=el.sourceline)
-            axis = axis / norm
-        limit = el.find("limit")
-        limits = None
-        if kind in ("revolute", "prismatic") and limit is not None and "lower" in limit.keys() and "upper" in limit.keys():
-            limits = (float(limit.get("lower")), float(limit.get("upper")))
-        mimic_el = el.find("mimic")
-        mimic = None
-        if mimic_el is not None and kind != "fixed":
-            mimic = Mimic(mimic_el.get("joint"), float(mimic_el.get("multiplier", 1.0)), float(mimic_el.get("offset", 0.0)))
-        joints[name] = Joint(
-            name=name,
-            type=kind,
-            parent=parent.get("link"),
-            child=child.get("link"),
-            origin=Origin("xyzrpy", xyz + rpy),
-            axis=tuple(float(a) for a in axis),
-            mimic=mimic,
-            limits=limits,
-        )
-    children = {j.child for j in joints.values()}
-    roots = [link for link in links if link not in children]
+        joint = _joint(path, el, links)
+        if joint.name in joints:
+            raise InputError(path, f"joint '{joint.name}' is defined twice (first on line {lines[joint.name]})", line=el.sourceline)
+        if joint.child in parent_of:
+            raise InputError(path, f"link '{joint.child}' is the child of joints '{parent_of[joint.child]}' and '{joint.name}'; "
+                                   "a link has one parent joint", line=el.sourceline)
+        joints[joint.name], lines[joint.name], parent_of[joint.child] = joint, el.sourceline, joint.name
+    for name, joint in joints.items():
+        if joint.mimic is not None and joint.mimic.joint not in joints:
+            raise InputError(path, f"joint '{name}' mimics unknown joint '{joint.mimic.joint}'", line=lines[name])
+    roots = [link for link in links if link not in parent_of]
     if len(roots) != 1:
-        raise InputError(path, f"expected exactly one root link, found {roots or 'none'}")
-    return KinematicTree(name=robot.get("name", path.stem), root=roots[0], joints=_topological(path, roots[0], joints), source=path)
+        raise InputError(path, f"expected exactly one root link, found {', '.join(roots) or 'none'}"
+                               + ("" if roots else " (the joints form a cycle)"))
+    try:
+        return KinematicTree(name=robot.get("name", path.stem), root=roots[0], joints=_topological(path, roots[0], joints), source=path)
+    except RobocalError as exc:  # the tree's own checks (mimic cycles), located by file
+        raise InputError(path, str(exc).removeprefix(f"{path}: ")) from None
+
+
+def _joint(path: Path, el, links: dict[str, int]) -> Joint:
+    name, kind = _name(path, el, "joint"), el.get("type")
+    if kind not in SUPPORTED:
+        raise InputError(path, f"joint '{name}' has type '{kind}'; supported: {', '.join(SUPPORTED)}", line=el.sourceline)
+    ends = {}
+    for end in ("parent", "child"):
+        tag = el.find(end)
+        if tag is None or not tag.get("link"):
+            raise InputError(path, f"joint '{name}' needs <{end} link='...'/>", line=el.sourceline)
+        if tag.get("link") not in links:
+            raise InputError(path, f"joint '{name}': {end} link '{tag.get('link')}' is not a <link> of the file", line=tag.sourceline)
+        ends[end] = tag.get("link")
+    if ends["parent"] == ends["child"]:
+        raise InputError(path, f"joint '{name}' connects link '{ends['child']}' to itself", line=el.sourceline)
+    origin = el.find("origin")
+    xyz = _floats(path, origin, "xyz", "0 0 0", 3)
+    rpy = _floats(path, origin, "rpy", "0 0 0", 3)
+    axis_el = el.find("axis")
+    axis = np.array(_floats(path, axis_el, "xyz", "1 0 0", 3))
+    if kind != "fixed":
+        norm = np.linalg.norm(axis)
+        if norm == 0:
+            raise InputError(path, f"joint '{name}' has a zero axis", line=el.sourceline)
+        axis = axis / norm
+    limit = el.find("limit")
+    limits = None
+    if kind in ("revolute", "prismatic") and limit is not None and "lower" in limit.keys() and "upper" in limit.keys():
+        limits = (_float(path, limit, "lower"), _float(path, limit, "upper"))
+        if limits[0] > limits[1]:
+            raise InputError(path, f"joint '{name}': lower limit {limits[0]:g} above upper limit {limits[1]:g}", line=limit.sourceline)
+    mimic_el = el.find("mimic")
+    mimic = None
+    if mimic_el is not None and kind != "fixed":
+        if not mimic_el.get("joint"):
+            raise InputError(path, f"joint '{name}': <mimic> needs joint='...'", line=mimic_el.sourceline)
+        mimic = Mimic(mimic_el.get("joint"), _float(path, mimic_el, "multiplier", 1.0), _float(path, mimic_el, "offset", 0.0))
+    return Joint(name=name, type=kind, parent=ends["parent"], child=ends["child"], origin=Origin("xyzrpy", xyz + rpy),
+                 axis=tuple(float(a) for a in axis), mimic=mimic, limits=limits)
 
 
 def _topological(path: Path, root: str, joints: dict[str, Joint]) -> tuple[Joint, ...]:
+    """Joints parent-before-child from the root. Every link has at most one parent joint (checked
+    by the caller), so the walk from the root visits each joint once and cannot cycle."""
     by_parent: dict[str, list[Joint]] = {}
     for joint in joints.values():
         by_parent.setdefault(joint.parent, []).append(joint)
@@ -103,7 +170,7 @@ def _topological(path: Path, root: str, joints: dict[str, Joint]) -> tuple[Joint
             stack.append(joint.child)
     if len(ordered) != len(joints):
         orphans = sorted(set(joints) - {j.name for j in ordered})
-        raise InputError(path, f"joints not connected to root link '{root}': {', '.join(orphans)}")
+        raise InputError(path, f"joints not connected to root link '{root}' (a cycle or a second tree): {', '.join(orphans)}")
     return tuple(ordered)
 
 
