@@ -572,6 +572,10 @@ def grasp_evaluate(
     gravity: Annotated[bool, typer.Option("--gravity/--no-gravity", help="gravity on the object")] = False,
     ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
+from robocal.fleet.cli import app as fleet_app  # noqa: E402
+
+app.add_typer(fleet_app, name="fleet")
+
     seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:

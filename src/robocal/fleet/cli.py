@@ -1,0 +1,75 @@
+"""`robocal fleet`: init, ingest, run, status, export, over the fleet store (a SQLite file by default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from robocal.errors import RobocalError
+from robocal.fleet import DEFAULT_DB
+
+app = typer.Typer(no_args_is_help=True, help="Calibrate fleets: a store of units, sessions, jobs and results.")
+Db = Annotated[str, typer.Option("--db", help="SQLite file, or a URL such as postgresql+psycopg://user@host/db")]
+
+
+@app.command()
+def init(db: Db = DEFAULT_DB) -> None:
+    """Create the fleet database (or upgrade it to the newest schema)."""
+    from robocal.cli import out
+    from robocal.fleet.store import open_store
+
+    open_store(db, create=True)
+    out.print(f"fleet database ready: {db}", markup=False, highlight=False)
+
+
+@app.command()
+def ingest(folder: Annotated[Path, typer.Argument(help="a folder of session folders (each holds problem.yaml and its data)")], db: Db = DEFAULT_DB) -> None:
+    """Store every session under FOLDER (files by SHA-256) and queue one job per new session."""
+    from robocal.cli import out
+    from robocal.fleet.store import open_store
+    from robocal.fleet.store.sessions import ingest as run
+
+    new, old = run(open_store(db), folder)
+    out.print(f"{new} new sessions queued, {old} already stored", markup=False, highlight=False)
+
+
+@app.command()
+def run(db: Db = DEFAULT_DB) -> None:
+    """Calibrate every queued session; a rerun does nothing new, a killed run resumes where it stopped."""
+    from robocal.cli import out, progress_bar
+    from robocal.fleet.engine import run as run_jobs
+    from robocal.fleet.store import open_store
+    from robocal.fleet.store.jobs import counts
+
+    engine = open_store(db)
+    pending = counts(engine)
+    with progress_bar() as bar:
+        task = bar.add_task("calibrating sessions", total=pending.get("queued", 0) + pending.get("running", 0))
+        tally = run_jobs(engine, lambda session, status: bar.advance(task))
+    out.print(f"{tally['done']} done, {tally['failed']} failed", markup=False, highlight=False)
+
+
+@app.command()
+def status(db: Db = DEFAULT_DB) -> None:
+    """Jobs per status."""
+    from robocal.cli import out
+    from robocal.fleet.store import open_store
+    from robocal.fleet.store.jobs import counts
+
+    tally = counts(open_store(db))
+    out.print(", ".join(f"{s}: {tally.get(s, 0)}" for s in ("queued", "running", "done", "failed")), markup=False, highlight=False)
+
+
+@app.command()
+def export(out_dir: Annotated[Path, typer.Option("--out", help="output folder")], db: Db = DEFAULT_DB) -> None:
+    """Write each unit's latest calibrated URDF as OUT/SERIAL.urdf."""
+    from robocal.cli import out
+    from robocal.fleet.export import export_urdfs
+    from robocal.fleet.store import open_store
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RobocalError(f"{out_dir}: not a folder")
+    files = export_urdfs(open_store(db), out_dir)
+    out.print(f"wrote {len(files)} calibrated URDFs to {out_dir}", markup=False, highlight=False)

@@ -1,0 +1,84 @@
+"""The fleet store's tables (SQLAlchemy 2). The schema itself is created by the Alembic migrations in
+`migrations/versions`, never by `create_all`, so a database always carries its revision.
+
+Raw files are content addressed: a `Blob` is keyed by the SHA-256 of its bytes and never modified; a
+session lists its files (relative path -> blob). A `Job` calibrates one session; `Result` is unique
+per session, written in the same transaction that marks its job done. `AuditEntry` is append-only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Blob(Base):
+    __tablename__ = "blobs"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Unit(Base):
+    __tablename__ = "units"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    serial: Mapped[str] = mapped_column(String(200), unique=True)
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Session(Base):
+    """One recording of one unit: its problem file and data files, as found in the ingested folder."""
+
+    __tablename__ = "sessions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    unit_id: Mapped[int] = mapped_column(ForeignKey("units.id"))
+    name: Mapped[str] = mapped_column(String(200))
+    problem: Mapped[str] = mapped_column(String(500))  # relative path of the problem YAML among the files
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 over the (path, sha256) list
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class SessionFile(Base):
+    __tablename__ = "session_files"
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"), primary_key=True)
+    path: Mapped[str] = mapped_column(String(500), primary_key=True)
+    sha256: Mapped[str] = mapped_column(ForeignKey("blobs.sha256"))
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"), unique=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | done | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    updated: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Result(Base):
+    __tablename__ = "results"
+    __table_args__ = (UniqueConstraint("session_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"))
+    parameters: Mapped[list] = mapped_column(JSON)  # Calibration.parameters(): name, unit, nominal, estimate, std, ...
+    report: Mapped[str] = mapped_column(Text)  # report.json of the core's write_results
+    urdf: Mapped[str | None] = mapped_column(Text, nullable=True)  # calibrated.urdf
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    action: Mapped[str] = mapped_column(String(40))
+    detail: Mapped[dict] = mapped_column(JSON)

@@ -1,0 +1,75 @@
+"""Ingest session folders: raw files stored by SHA-256 (never modified), one queued job per session.
+
+A session folder is a folder holding `problem.yaml` and the files it names; the unit's serial number
+is the folder's name. Ingesting the same files again adds nothing (the session's fingerprint is the
+SHA-256 over its sorted (path, file hash) list).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session as DbSession
+
+from robocal.errors import InputError
+from robocal.fleet.store.models import AuditEntry, Blob, Job, Session, SessionFile, Unit
+
+PROBLEM = "problem.yaml"
+
+
+def session_folders(folder: Path) -> list[Path]:
+    """Every folder under `folder` (itself included) that holds a problem.yaml, sorted."""
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder")
+    found = sorted(p.parent for p in folder.rglob(PROBLEM))
+    if not found:
+        raise InputError(f"{folder}: no session folder (a folder holding {PROBLEM}) under it")
+    return found
+
+
+def ingest_session(db: DbSession, folder: Path) -> Session | None:
+    """Store one session folder; None when the same files are already stored."""
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    hashes = {path: hashlib.sha256(content).hexdigest() for path, content in files.items()}
+    fingerprint = hashlib.sha256(json.dumps(sorted(hashes.items())).encode()).hexdigest()
+    if db.scalar(select(Session.id).where(Session.fingerprint == fingerprint)) is not None:
+        return None
+    unit = db.scalar(select(Unit).where(Unit.serial == folder.name))
+    if unit is None:
+        unit = Unit(serial=folder.name)
+        db.add(unit)
+    for path, digest in hashes.items():
+        if db.get(Blob, digest) is None:
+            db.add(Blob(sha256=digest, size=len(files[path]), content=files[path]))
+    db.flush()
+    session = Session(unit_id=unit.id, name=folder.name, problem=PROBLEM, fingerprint=fingerprint)
+    db.add(session)
+    db.flush()
+    db.add_all(SessionFile(session_id=session.id, path=path, sha256=digest) for path, digest in hashes.items())
+    db.add(Job(session_id=session.id, status="queued", attempts=0))
+    db.add(AuditEntry(action="ingest", detail={"session": session.id, "unit": folder.name, "fingerprint": fingerprint, "files": hashes}))
+    return session
+
+
+def ingest(engine: Engine, folder: Path) -> tuple[int, int]:
+    """Ingest every session folder under `folder`, each in its own transaction: (new, already stored)."""
+    new = old = 0
+    for session_folder in session_folders(folder):
+        with DbSession(engine) as db, db.begin():
+            if ingest_session(db, session_folder) is None:
+                old += 1
+            else:
+                new += 1
+    return new, old
+
+
+def materialize(db: DbSession, session_id: int, folder: Path) -> Path:
+    """Write a stored session's files under `folder`; returns the problem file's path."""
+    for row in db.scalars(select(SessionFile).where(SessionFile.session_id == session_id)):
+        target = folder / row.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(db.get(Blob, row.sha256).content)
+    return folder / db.get(Session, session_id).problem
