@@ -37,16 +37,17 @@ def calibrate_session(engine: Engine, session_id: int) -> Result:
         )
 
 
-def run(engine: Engine, progress: Callable[[int, str], None] | None = None) -> dict[str, int]:
+def run(engine: Engine, progress: Callable[[int, str], None] | None = None, work: Callable[[Engine, int], Result] = calibrate_session) -> dict[str, int]:
     """Run every queued job (jobs a killed run left `running` first go back to the queue).
 
-    Returns {"done": n, "failed": n} of this run; `progress(session_id, status)` after each job."""
+    `work(engine, session_id)`: the job's code (the core's calibration by default). Returns
+    {"done": n, "failed": n} of this run; `progress(session_id, status)` after each job."""
     requeue_interrupted(engine)
     tally = {"done": 0, "failed": 0}
     while (claimed := claim(engine)) is not None:
         job_id, session_id = claimed
         try:
-            result, error = calibrate_session(engine, session_id), None
+            result, error = work(engine, session_id), None
         except RobocalError as exc:
             result, error = None, str(exc)
         finish(engine, job_id, result, error)

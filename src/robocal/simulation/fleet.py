@@ -40,7 +40,7 @@ def simulate_fleet(
     """Write `units` session folders UNIT-00000 ... under `out`, and out/truth.json; returns the truth."""
     tree = load_robot(robot_file)
     if BODY.link not in tree.links:
-        raise InputError(f"{robot_file}: the simulated marker body needs a link named '{BODY.link}'")
+        raise InputError(robot_file, f"the simulated marker body needs a link named '{BODY.link}'")
     joints = list(tree.actuated)
     model = RobotModel(tree, {name: "joint_offsets" for name in joints})
     rng = np.random.default_rng(seed)

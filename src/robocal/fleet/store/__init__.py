@@ -9,7 +9,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, inspect
 
-from robocal.errors import InputError
+from robocal.errors import InputError, RobocalError
 from robocal.fleet import DEFAULT_DB
 
 
@@ -32,10 +32,10 @@ def open_store(db: str | Path = DEFAULT_DB, *, create: bool = False) -> Engine:
     """The store's engine. `create`: make and migrate it (`fleet init`); otherwise it must already exist."""
     url = database_url(db)
     if url.startswith("sqlite:///") and not create and not Path(url.removeprefix("sqlite:///")).exists():
-        raise InputError(f"{db}: no fleet database here; run `robocal fleet init` first")
+        raise InputError(db, "no fleet database here; run `robocal fleet init` first")
     engine = create_engine(url)
     if create:
         migrate(engine)
     elif "alembic_version" not in inspect(engine).get_table_names():
-        raise InputError(f"{db}: not a fleet database (no schema revision); run `robocal fleet init`")
+        raise RobocalError(f"{engine.url.render_as_string(hide_password=True)}: not a fleet database (no schema revision); run `robocal fleet init`")
     return engine

@@ -23,10 +23,10 @@ PROBLEM = "problem.yaml"
 def session_folders(folder: Path) -> list[Path]:
     """Every folder under `folder` (itself included) that holds a problem.yaml, sorted."""
     if not folder.is_dir():
-        raise InputError(f"{folder}: not a folder")
+        raise InputError(folder, "not a folder")
     found = sorted(p.parent for p in folder.rglob(PROBLEM))
     if not found:
-        raise InputError(f"{folder}: no session folder (a folder holding {PROBLEM}) under it")
+        raise InputError(folder, f"no session folder (a folder holding {PROBLEM}) under it")
     return found
 
 
