@@ -20,10 +20,10 @@ from robocal.fleet.store.sessions import ingest, materialize
 ROBOT = b"<robot name='same in every unit'/>\n"
 
 
-def make_fleet(folder, units: int):
-    """Session folders with a shared robot file and per-unit data; {serial: {path: bytes}}."""
+def make_fleet(folder, units: int, first: int = 0):
+    """Session folders SN{first:03d}... with a shared robot file and per-unit data; {serial: {path: bytes}}."""
     files = {}
-    for k in range(units):
+    for k in range(first, first + units):
         unit = {"problem.yaml": f"robot: robot.urdf  # unit {k}\n".encode(), "robot.urdf": ROBOT, "data/markers.csv": f"q,x\n{k},{k * 0.5}\n".encode()}
         for path, content in unit.items():
             (folder / f"SN{k:03d}" / path).parent.mkdir(parents=True, exist_ok=True)
