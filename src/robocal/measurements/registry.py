@@ -5,12 +5,13 @@ from __future__ import annotations
 
 def measurement_types() -> dict[str, type]:
     from robocal.measurements.contact import ContactMeasurement
+    from robocal.measurements.distance import DistanceMeasurement
     from robocal.measurements.markers import MarkerMeasurement
     from robocal.measurements.odometry import OdometryMeasurement
     from robocal.measurements.socket import SocketMeasurement
     from robocal.measurements.task import TaskMeasurement
 
-    return {cls.type_name: cls for cls in (MarkerMeasurement, ContactMeasurement, TaskMeasurement, SocketMeasurement, OdometryMeasurement)}
+    return {cls.type_name: cls for cls in (MarkerMeasurement, ContactMeasurement, TaskMeasurement, SocketMeasurement, OdometryMeasurement, DistanceMeasurement)}
 
 
 def config_classes() -> list[type]:
