@@ -86,3 +86,30 @@ def test_two_fixed_points_and_unknown_links_are_located_errors(tmp_path) -> None
         write(tmp_path, q, None, length=0.5, b={"link": "flange"})
     with pytest.raises(InputError, match=r"bar\.csv: missing length column 'length'"):
         write(tmp_path, q, None)  # no `length:` and no length column
+
+
+def test_self_touch_of_two_fingers_reads_both_chains(tmp_path) -> None:
+    """Fore fingertip to thumb tip on the DLR-Hand II: the data hold only the six joints that move
+    the two chains, and each row is the numpy distance between the two points."""
+    hand = REPO / "src" / "robocal" / "models" / "dlr_hand_ii.yaml"
+    tree = load_robot(hand)
+    q = sample_configurations(tree, 10, seed=2)
+    q[:, 6:] = 0.0  # middle and ring fingers: not in the data, at their default 0
+    columns = ["thumb_q1", "thumb_q2", "thumb_q3", "fore_q1", "fore_q2", "fore_q3"]
+    (tmp_path / "touch.csv").write_text(",".join(columns) + "\n" + "\n".join(",".join(repr(float(v)) for v in r[:6]) for r in q) + "\n")
+    fore, thumb = np.array([0.004, 0.0, 0.0]), np.array([0.0, -0.003, 0.001])
+    config = {
+        "robot": str(hand),
+        "measurements": [{"name": "touch", "type": "distance", "data": "touch.csv", "sigma": 1e-4, "length": 0.01, "a": {"link": "fore_tip", "point": fore.tolist()}, "b": {"link": "thumb_tip", "point": thumb.tolist()}}],
+    }
+    (tmp_path / "problem.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    problem = load_problem(tmp_path / "problem.yaml")
+    m = problem.measurements[0]
+    assert m.chain_joints() == tuple(columns)
+    poses = batch_link_poses(problem.robot, problem.robot.nominal, q, ("fore_tip", "thumb_tip"))
+    a = poses[:, 0, :3, :3] @ fore + poses[:, 0, :3, 3]
+    b = poses[:, 1, :3, :3] @ thumb + poses[:, 1, :3, 3]
+    expected = (np.linalg.norm(a - b, axis=1) - 0.01) / 1e-4
+    rows = np.asarray(m.rows(problem.theta0, problem.map_problem.data[0]))[:, 0]
+    assert np.abs(expected).max() > 10  # the fingertips are centimetres apart: the rows are not all ~0
+    assert np.abs(rows - expected).max() < 1e-7  # 1e-11 m
