@@ -454,6 +454,29 @@ class JointSourceKind(str, Enum):
 def record_sockets(
     robot: Annotated[Path, typer.Option("--robot", help="URDF of the robot, with the ball link")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder: hole_0.csv, hole_1.csv, ... (one configuration per row, rad)")],
+@simulate_app.command("fleet")
+def simulate_fleet(
+    robot: Annotated[Path, typer.Option("--robot", help="URDF of the arm (it needs a link named 'tool'), e.g. examples/fleet/arm_6r.urdf")],
+    units: Annotated[int, typer.Option("--units", min=1, help="units in the batch")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")] = Path("fleet"),
+    postures: Annotated[int, typer.Option("--postures", min=1, help="marker postures per unit")] = 40,
+    tolerance: Annotated[float, typer.Option("--tolerance", min=0.0, help="manufacturing tolerance of a joint offset, rad (uniform +-)")] = 0.001,
+    defect: Annotated[float, typer.Option("--defect", min=0.0, help="a defective unit's slipped joint offset, rad")] = 0.02,
+    defect_share: Annotated[float, typer.Option("--defect-share", min=0.0, max=1.0, help="share of defective units")] = 0.03,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """A batch of units of one arm, a session folder each (problem.yaml, robot.urdf, markers.csv), and truth.json."""
+    from robocal.simulation.fleet import simulate_fleet as run
+
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise RobocalError(f"{out_dir}: exists and is not empty; give a new folder")
+    with err.status(f"simulating {units} units"):
+        truth = run(out_dir, robot, units, postures=postures, tolerance=tolerance, defect=defect, defect_share=defect_share, seed=seed)
+    bad = sum(u["defective"] for u in truth["units"].values())
+    out.print(f"wrote {out_dir}: {units} units ({bad} defective), truth.json", markup=False, highlight=False)
+    out.print(f"next: robocal fleet init && robocal fleet ingest {out_dir} && robocal fleet run", markup=False, highlight=False)
+
+
     link: Annotated[str, typer.Option("--link", help="the link whose origin is the ball center")] = "ball_link",
     source: Annotated[JointSourceKind, typer.Option("--source", help="ros2: the robot's JointState topic; sim: a simulated robot and operator; replay: the configurations of a recorded folder, again")] = JointSourceKind.ros2,
     replay: Annotated[Optional[Path], typer.Option("--replay", help="with --source replay: a recorded folder (hole_<k>.csv)")] = None,
