@@ -14,15 +14,17 @@ Per joint one of four parameterizations is chosen:
 With joint sensors (`robocal.kinematics.sensors`), the input vector is the raw sensor readings
 instead of the actuated joint values, and the sensors' offsets and gains are robot parameters too.
 
-FK is a Python loop over the joints of the requested chains; under ``jax.jit`` it unrolls into a
-fixed graph, and ``jax.vmap`` batches it over samples.
+FK is a Python loop over the joints of the requested chains, jitted per (model, links) so that it
+unrolls into one fixed graph, also when called eagerly; ``jax.vmap`` batches it over samples.
 """
 
 from __future__ import annotations
 
 import fnmatch
+from functools import partial
 from typing import Literal, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -178,9 +180,15 @@ class RobotModel:
         return {name: gain * q[index[driver]] + offset for name, (driver, gain, offset) in self._drivers.items()}
 
     def link_poses(self, theta, q, links: Sequence[str]):
-        """Poses (len(links), 4, 4) of the links in the root frame for one configuration q."""
-        theta_ext = jnp.concatenate([jnp.asarray(theta), jnp.zeros(1)])
-        values = self._joint_values(theta_ext, jnp.asarray(q))
+        """Poses (len(links), 4, 4) of the links in the root frame for one configuration q.
+
+        Jitted once per (model, links): called eagerly (or under an eager `vmap`) it runs one
+        compiled graph instead of dispatching and compiling every small JAX op on its own."""
+        return _link_poses(self, jnp.asarray(theta), jnp.asarray(q), tuple(links))
+
+    def _link_poses(self, theta, q, links: tuple[str, ...]):
+        theta_ext = jnp.concatenate([theta, jnp.zeros(1)])
+        values = self._joint_values(theta_ext, q)
         poses = {self.tree.root: jnp.eye(4)}
         for link in links:
             for j in self.tree.chain(link):
@@ -213,3 +221,9 @@ class RobotModel:
             if changed:
                 out[joint.name] = origin
         return out
+
+
+@partial(jax.jit, static_argnums=(0, 3))
+def _link_poses(model: RobotModel, theta, q, links: tuple[str, ...]):
+    """`RobotModel.link_poses` compiled per (model, links): the model is static (hashed by identity)."""
+    return model._link_poses(theta, q, links)
