@@ -46,7 +46,7 @@ def test_migration_from_empty(db_url):
     tables = set(sa.inspect(engine).get_table_names())
     assert {"alembic_version", "blobs", "units", "sessions", "session_files", "jobs", "results", "audit"} <= tables
     with engine.connect() as c:
-        assert c.execute(sa.text("select version_num from alembic_version")).scalar_one() == "0001"
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar_one() == "0002"
     open_store(db_url, create=True)  # upgrading a database at head changes nothing
     open_store(db_url)
 

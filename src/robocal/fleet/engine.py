@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session as DbSession
 
 from robocal.errors import RobocalError
+from robocal.fleet.criteria import CRITERIA, judge, load_criteria
 from robocal.fleet.store.jobs import claim, finish, requeue_interrupted
 from robocal.fleet.store.models import Result
 from robocal.fleet.store.sessions import materialize
@@ -29,11 +30,14 @@ def calibrate_session(engine: Engine, session_id: int) -> Result:
         out.mkdir()
         write_results(cal, out)
         urdf = out / "calibrated.urdf"
+        kinds = {p.name: p.kind for p in cal.problem.layout.parameters}
+        verdict = judge(cal.report(), kinds, load_criteria(problem.parent / CRITERIA))
         return Result(
             session_id=session_id,
             parameters=cal.parameters(),
             report=(out / "report.json").read_text(),
             urdf=urdf.read_text() if urdf.exists() else None,
+            verdict={"status": verdict.status, "reasons": verdict.reasons},
         )
 
 

@@ -4,7 +4,7 @@ Every unit's joint offsets (encoder zeros) deviate from nominal within a manufac
 (uniform, +-`tolerance` rad); a known share of units is defective, with one joint offset slipped by
 `defect` rad (well beyond the tolerance). Each session folder holds the nominal robot (robot.urdf),
 the marker data of `postures` postures (markers.csv, a three-marker body on the tool link, noise
-`sigma` m) and problem.yaml; truth.json beside the folders lists every unit's true offsets and defect.
+`sigma` m), problem.yaml and criteria.yaml (robocal.fleet.criteria); truth.json beside the folders lists every unit's true offsets and defect.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ def simulate_fleet(
     defective = set(rng.choice(units, size=int(round(defect_share * units)), replace=False).tolist())
     text = robot_file.read_text()
     problem = yaml.safe_dump(session_problem("robot.urdf", joints, sigma, tolerance), sort_keys=False)
+    # a slipped offset is rework; an arm whose calibrated markers miss by 5 noise stds fails
+    criteria = yaml.safe_dump({"tolerance": {"joint_offset": tolerance}, "max_rms": float(5 * sigma * np.sqrt(3))}, sort_keys=False)
     truth = {"robot": robot_file.name, "tolerance": tolerance, "defect": defect, "units": {}}
     for k in range(units):
         serial = f"UNIT-{k:05d}"
@@ -59,6 +61,7 @@ def simulate_fleet(
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "robot.urdf").write_text(text)
         (folder / "problem.yaml").write_text(problem)
+        (folder / "criteria.yaml").write_text(criteria)
         q = sample_configurations(tree, postures, seed=int(rng.integers(2**31)))
         simulate_markers(folder / "markers.csv", model, model.nominal + offsets, q, [BODY], sigma=sigma, seed=int(rng.integers(2**31)))
         truth["units"][serial] = {"offsets": dict(zip(joints, offsets.tolist())), "defective": slipped is not None, "slipped_joint": None if slipped is None else joints[slipped]}

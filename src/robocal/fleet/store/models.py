@@ -73,6 +73,7 @@ class Result(Base):
     parameters: Mapped[list] = mapped_column(JSON)  # Calibration.parameters(): name, unit, nominal, estimate, std, ...
     report: Mapped[str] = mapped_column(Text)  # report.json of the core's write_results
     urdf: Mapped[str | None] = mapped_column(Text, nullable=True)  # calibrated.urdf
+    verdict: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # {"status": pass|rework|fail, "reasons": [...]}
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 

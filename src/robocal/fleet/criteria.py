@@ -1,0 +1,70 @@
+"""Performance criteria of a robot model and the verdict on one calibration: pass / rework / fail,
+with every reason. Judged from the core's report (`Calibration.report()`), in one function, `judge`.
+
+- fail: the solver did not converge; the recorded set does not identify every parameter (rank);
+  a measurement's calibrated rms error exceeds `max_rms` (the unit cannot reach its accuracy).
+- rework: a robot parameter deviates from nominal beyond the manufacturing `tolerance` by more than
+  `sigmas` posterior standard deviations (an offset slipped, a link bent: fix the unit, recalibrate);
+  more than `max_rejected_share` of the rows rejected as outliers (measuring system to check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from robocal.errors import InputError
+
+CRITERIA = "criteria.yaml"  # beside problem.yaml in a session folder
+
+
+class Criteria(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tolerance: dict[str, float] = Field(default_factory=dict)  # parameter kind (translation, rotation, joint_offset) -> m or rad
+    sigmas: float = Field(3.0, gt=0)
+    max_rms: float | None = Field(None, gt=0)  # m
+    max_rejected_share: float = Field(0.05, ge=0, le=1)
+
+
+def load_criteria(path: Path) -> Criteria:
+    """A criteria file (YAML); defaults where the session folder has none."""
+    if not path.exists():
+        return Criteria()
+    try:
+        return Criteria.model_validate(yaml.safe_load(path.read_text()) or {})
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise InputError(path, str(exc).replace("\n", " ")) from None
+
+
+@dataclass
+class Verdict:
+    status: str  # pass | rework | fail
+    reasons: list[str] = field(default_factory=list)
+
+
+def judge(report: dict, kinds: dict[str, str], criteria: Criteria) -> Verdict:
+    """The verdict on one calibration report; `kinds`: parameter name -> kind (of the problem's layout)."""
+    fail, rework = [], []
+    if not report["solver"]["converged"]:
+        fail.append("solver did not converge")
+    ident = report["identifiability"]
+    if ident["rank"] < ident["n_parameters"]:
+        fail.append(f"the recorded set identifies {ident['rank']} of {ident['n_parameters']} parameters")
+    for m in report["measurements"]:
+        rms = m["after"]["rms"]
+        if criteria.max_rms is not None and rms > criteria.max_rms:
+            fail.append(f"{m['name']}: rms error {rms * 1e3:.3f} mm > {criteria.max_rms * 1e3:.3f} mm")
+        share = m["rejected"] / max(m["rejected"] + m["n"], 1)
+        if share > criteria.max_rejected_share:
+            rework.append(f"{m['name']}: {share:.0%} of rows rejected (> {criteria.max_rejected_share:.0%}); check the measuring system")
+    for p in report["parameters"]:
+        tolerance = criteria.tolerance.get(kinds.get(p["name"], ""))
+        if tolerance is None:
+            continue
+        deviation, std = abs(p["estimate"] - p["nominal"]), p["std"] or 0.0
+        if deviation - criteria.sigmas * std > tolerance:
+            rework.append(f"{p['name']}: {p['estimate'] - p['nominal']:+.4g} {p['unit']} from nominal, tolerance {tolerance:g} (std {std:.2g})")
+    return Verdict("fail" if fail else "rework" if rework else "pass", fail + rework)

@@ -1,0 +1,60 @@
+"""The verdict from a calibration report: each criterion flips it on its own, with its reason."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from robocal.errors import InputError
+from robocal.fleet.criteria import Criteria, judge, load_criteria
+
+REPORT = {
+    "solver": {"converged": True},
+    "identifiability": {"rank": 2, "n_parameters": 2},
+    "measurements": [{"name": "tool", "n": 120, "rejected": 0, "after": {"rms": 1.7e-4}}],
+    "parameters": [
+        {"name": "elbow.offset", "unit": "rad", "nominal": 0.0, "estimate": 0.0008, "std": 1e-4},
+        {"name": "tool.p0.x", "unit": "m", "nominal": 0.0, "estimate": 0.3, "std": 1e-3},  # no tolerance for its kind
+    ],
+}
+KINDS = {"elbow.offset": "joint_offset", "tool.p0.x": "marker"}
+CRITERIA = Criteria(tolerance={"joint_offset": 0.001}, max_rms=8.7e-4)
+
+
+def changed(path, value):
+    report = copy.deepcopy(REPORT)
+    *keys, last = path
+    target = report
+    for k in keys:
+        target = target[k]
+    target[last] = value
+    return report
+
+
+def test_within_tolerance_passes():
+    assert judge(REPORT, KINDS, CRITERIA).status == "pass"
+    # 1.2 mrad is beyond 1 mrad, but by less than 3 std (0.3 mrad): not a defect
+    assert judge(changed(("parameters", 0, "estimate"), 0.0012), KINDS, CRITERIA).status == "pass"
+
+
+@pytest.mark.parametrize(
+    "path, value, status, reason",
+    [
+        (("parameters", 0, "estimate"), -0.02, "rework", "elbow.offset: -0.02 rad from nominal"),
+        (("measurements", 0, "rejected"), 10, "rework", "tool: 8% of rows rejected"),
+        (("measurements", 0, "after"), {"rms": 1e-3}, "fail", "tool: rms error 1.000 mm > 0.870 mm"),
+        (("identifiability", "rank"), 1, "fail", "identifies 1 of 2 parameters"),
+        (("solver", "converged"), False, "fail", "did not converge"),
+    ],
+)
+def test_each_criterion(path, value, status, reason):
+    verdict = judge(changed(path, value), KINDS, CRITERIA)
+    assert verdict.status == status and len(verdict.reasons) == 1 and reason in verdict.reasons[0], verdict
+
+
+def test_bad_criteria_file_is_located(tmp_path):
+    (tmp_path / "criteria.yaml").write_text("tolerance: {joint_offset: 0.001}\nsigma: 3\n")
+    with pytest.raises(InputError, match="criteria.yaml"):
+        load_criteria(tmp_path / "criteria.yaml")
+    assert load_criteria(tmp_path / "none.yaml") == Criteria()
