@@ -1,4 +1,4 @@
-"""The verdict from a calibration report: each criterion flips it on its own, with its reason."""
+"""The verdict from a calibration report: each criterion flips it on its own, with its reason; results counted per verdict."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ import pytest
 
 from robocal.errors import InputError
 from robocal.fleet.criteria import Criteria, judge, load_criteria
+from robocal.fleet.engine import run
+from robocal.fleet.store import open_store
+from robocal.fleet.store.jobs import verdicts
+from robocal.fleet.store.models import Result
+from robocal.fleet.store.sessions import ingest
+from tests.fleet.test_store import make_fleet
 
 REPORT = {
     "solver": {"converged": True},
@@ -58,3 +64,12 @@ def test_bad_criteria_file_is_located(tmp_path):
     with pytest.raises(InputError, match="criteria.yaml"):
         load_criteria(tmp_path / "criteria.yaml")
     assert load_criteria(tmp_path / "none.yaml") == Criteria()
+
+
+def test_verdicts_are_counted(tmp_path):
+    engine = open_store(tmp_path / "robocal.db", create=True)
+    make_fleet(tmp_path / "batch", 3)
+    ingest(engine, tmp_path / "batch")
+    statuses = iter(["pass", "rework", "pass"])
+    run(engine, work=lambda e, s: Result(session_id=s, parameters=[], report="{}", verdict={"status": next(statuses), "reasons": []}))
+    assert verdicts(engine) == {"pass": 2, "rework": 1}

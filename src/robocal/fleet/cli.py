@@ -53,13 +53,15 @@ def run(db: Db = DEFAULT_DB) -> None:
 
 @app.command()
 def status(db: Db = DEFAULT_DB) -> None:
-    """Jobs per status."""
+    """Jobs per status, and results per verdict."""
     from robocal.cli import out
     from robocal.fleet.store import open_store
-    from robocal.fleet.store.jobs import counts
+    from robocal.fleet.store.jobs import counts, verdicts
 
-    tally = counts(open_store(db))
-    out.print(", ".join(f"{s}: {tally.get(s, 0)}" for s in ("queued", "running", "done", "failed")), markup=False, highlight=False)
+    engine = open_store(db)
+    tally, judged = counts(engine), verdicts(engine)
+    out.print("jobs: " + ", ".join(f"{s}: {tally.get(s, 0)}" for s in ("queued", "running", "done", "failed")), markup=False, highlight=False)
+    out.print("verdicts: " + ", ".join(f"{s}: {judged.get(s, 0)}" for s in ("pass", "rework", "fail")), markup=False, highlight=False)
 
 
 @app.command()

@@ -44,3 +44,13 @@ def counts(engine: Engine) -> dict[str, int]:
     """Jobs per status."""
     with DbSession(engine) as db:
         return {status: n for status, n in db.execute(select(Job.status, func.count()).group_by(Job.status))}
+
+
+def verdicts(engine: Engine) -> dict[str, int]:
+    """Results per verdict status (pass / rework / fail)."""
+    with DbSession(engine) as db:
+        tally: dict[str, int] = {}
+        for verdict in db.scalars(select(Result.verdict)):
+            status = (verdict or {}).get("status", "none")
+            tally[status] = tally.get(status, 0) + 1
+        return tally
