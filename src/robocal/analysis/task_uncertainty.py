@@ -30,9 +30,18 @@ DRAWS = 256  # standard normal draws for E|e|
 
 
 def default_tips(tree: KinematicTree) -> tuple[str, ...]:
-    """The tree's end effectors (DH tables name them), else its leaf links."""
+    """The tree's end effectors (DH tables name them), else its leaf links; where two leaves share
+    an actuated joint (a serial arm, its flange, tool frame and gripper fingers all leaves), the
+    one leaf moved by the fewest actuated joints, at least one (the flange or tool, not a finger)."""
+    if tree.end_effectors:
+        return tree.end_effectors
     parents = {j.parent for j in tree.joints}
-    return tree.end_effectors or tuple(link for link in tree.links if link not in parents)
+    leaves = tuple(link for link in tree.links if link not in parents)
+    chains = [set(tree.actuated_for([leaf])) for leaf in leaves]
+    if all(not (a & b) for i, a in enumerate(chains) for b in chains[i + 1 :]):
+        return leaves
+    moved = [(len(chain), leaf) for chain, leaf in zip(chains, leaves) if chain]
+    return (min(moved, key=lambda item: item[0])[1],)
 
 
 @dataclass(frozen=True)
