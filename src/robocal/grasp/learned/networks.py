@@ -1,0 +1,86 @@
+"""Networks of the learned grasp controller (seed paper 002, Sec. IV, Fig. 4), in equinox.
+
+Both networks share one shape: an object encoder of four 3D convolutions (stride 2, ReLU) over
+a voxel occupancy grid (G, G, G) in the hand frame, flattened; concatenated with the vector
+inputs (joint angles, torques or a wrench); four dense layers (ReLU between them).
+
+- estimator: inputs q_grasp, q_contact, q_d, tau_m (4 L); outputs a wrench (6: N, Nm) and a
+  scale (N, kept >= 0 by a softplus), see `split_estimate`;
+- predictor: inputs q_grasp, q_init and a wrench (2 L + 6); outputs joint torques (L, Nm),
+  from which q_d = q_init + tau / k_p.
+
+`encode` may be run once per grasp and `head` every control cycle (same result as `__call__`).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+CHANNELS = (8, 16, 32, 32)
+WIDTH = 256
+
+
+class GraspNetwork(eqx.Module):
+    convs: tuple
+    dense: tuple
+
+    def __init__(
+        self,
+        grid: int,
+        n_inputs: int,
+        n_outputs: int,
+        key: jax.Array,
+        channels: tuple[int, ...] = CHANNELS,
+        width: int = WIDTH,
+    ):
+        """grid: voxels per side G; n_inputs: length of the vector input; n_outputs: length of
+        the output; channels: the four convolutions' output channels; width: dense width."""
+        keys = jax.random.split(key, len(channels) + 4)
+        sizes = (1,) + tuple(channels)
+        self.convs = tuple(
+            eqx.nn.Conv3d(sizes[i], sizes[i + 1], 3, stride=2, padding=1, key=keys[i])
+            for i in range(len(channels))
+        )
+        side = grid
+        for _ in channels:
+            side = (side + 1) // 2  # kernel 3, stride 2, padding 1
+        n_features = channels[-1] * side**3
+        dims = (n_features + n_inputs, width, width, width, n_outputs)
+        self.dense = tuple(
+            eqx.nn.Linear(dims[i], dims[i + 1], key=keys[len(channels) + i]) for i in range(4)
+        )
+
+    def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
+        """Object features (F,) of an occupancy grid (G, G, G)."""
+        x = voxels[None]
+        for conv in self.convs:
+            x = jax.nn.relu(conv(x))
+        return x.reshape(-1)
+
+    def head(self, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+        """Output (n_outputs,) from object features (F,) and the vector input (n_inputs,)."""
+        x = jnp.concatenate([features, inputs])
+        for layer in self.dense[:-1]:
+            x = jax.nn.relu(layer(x))
+        return self.dense[-1](x)
+
+    def __call__(self, voxels: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+        """Output (n_outputs,) for one grid (G, G, G) and vector input (n_inputs,)."""
+        return self.head(self.encode(voxels), inputs)
+
+
+def estimator_network(grid: int, n_joints: int, key: jax.Array, **kwargs) -> GraspNetwork:
+    """Wrench estimator: inputs (4 L) q_grasp, q_contact, q_d, tau_m; outputs wrench and scale (7)."""
+    return GraspNetwork(grid, 4 * n_joints, 7, key, **kwargs)
+
+
+def predictor_network(grid: int, n_joints: int, key: jax.Array, **kwargs) -> GraspNetwork:
+    """Torque predictor: inputs (2 L + 6) q_grasp, q_init, wrench; outputs torques (L,)."""
+    return GraspNetwork(grid, 2 * n_joints + 6, n_joints, key, **kwargs)
+
+
+def split_estimate(output: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Wrench (..., 6) and non-negative scale (...,) in N from an estimator output (..., 7)."""
+    return output[..., :6], jax.nn.softplus(output[..., 6])

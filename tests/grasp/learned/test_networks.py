@@ -1,0 +1,44 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from robocal.grasp.learned import networks
+
+jax.config.update("jax_enable_x64", True)
+
+
+def _inputs(grid, n, seed=1):
+    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+    voxels = (jax.random.uniform(k1, (grid, grid, grid)) > 0.7).astype(jnp.float64)
+    return voxels, jax.random.normal(k2, (n,))
+
+
+def test_shapes_for_configurable_grids_and_split_outputs():
+    for grid in (16, 24):
+        est = networks.estimator_network(grid, 12, jax.random.PRNGKey(0), width=32)
+        voxels, x = _inputs(grid, 48)
+        # four stride-2 convolutions: G -> ceil(G / 16) per side, 32 channels
+        side = -(-grid // 16)
+        assert est.encode(voxels).shape == (32 * side**3,)
+        wrench, scale = networks.split_estimate(est(voxels, x))
+        assert wrench.shape == (6,) and scale.shape == () and float(scale) > 0.0
+        pred = networks.predictor_network(grid, 12, jax.random.PRNGKey(0), width=32)
+        assert pred(voxels, jnp.zeros(30)).shape == (12,)
+
+
+def test_encoding_once_gives_the_full_call_and_seed_fixes_weights():
+    net = networks.estimator_network(16, 12, jax.random.PRNGKey(3), width=32)
+    voxels, x = _inputs(16, 48)
+    features = net.encode(voxels)
+    np.testing.assert_allclose(net.head(features, x), net(voxels, x), rtol=0, atol=1e-14)
+    again = networks.estimator_network(16, 12, jax.random.PRNGKey(3), width=32)
+    np.testing.assert_array_equal(again(voxels, x), net(voxels, x))
+    other = networks.estimator_network(16, 12, jax.random.PRNGKey(4), width=32)
+    assert not np.allclose(other(voxels, x), net(voxels, x))
+
+
+def test_object_grid_changes_the_output():
+    net = networks.predictor_network(16, 12, jax.random.PRNGKey(0), width=32)
+    voxels, _ = _inputs(16, 30)
+    x = jnp.zeros(30)
+    assert float(jnp.max(jnp.abs(net(voxels, x) - net(jnp.zeros_like(voxels), x)))) > 1e-6
