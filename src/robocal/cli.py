@@ -27,15 +27,20 @@ def calibrate(
 ) -> None:
     """Calibrate: write report.json, frames.yaml, calibrated.urdf and report.html to --out."""
     from robocal.calibration import calibrate as run
+    from robocal.outputs import moved, preflight, staged
     from robocal.problem import load_problem
+    from robocal.provenance import input_files
     from robocal.report.console import print_summary
     from robocal.results import write_results
 
+    preflight(out_dir, [problem])
     with err.status("loading problem"):
         loaded = load_problem(problem)
+    preflight(out_dir, input_files(loaded).values())
     with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
         cal = run(loaded)
-    files = write_results(cal, out_dir)
+    with staged(out_dir) as stage:
+        files = moved(write_results(cal, stage), stage, out_dir)
     print_summary(cal, out)
     out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
 
@@ -51,6 +56,7 @@ def evaluate(
     tips: Annotated[Optional[list[str]], typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
     n: Annotated[Optional[int], typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,
 ) -> None:
     """Before/after metrics (JSON): on other data files or placement folders (--data, repeated),
     with the frames estimated during calibration, beside the training data, and warnings when the
@@ -59,19 +65,22 @@ def evaluate(
     workspace."""
     from robocal.evaluation import evaluate_files, evaluate_truth
 
+    def warn(text: str) -> None:
+        err.print(text, style="bold yellow", markup=False, highlight=False, soft_wrap=True)
+
     if (data is None) == (truth is None):
         raise RobocalError("give exactly one of --data (a data file) and --truth (the true robot)")
     if data is not None:
         extra = [f"--{name}" for name, value in (("reference", reference), ("tips", tips), ("n", n), ("seed", seed)) if value is not None]
         if extra:
             raise RobocalError(f"{', '.join(extra)}: only with --truth")
-        report = evaluate_files(problem, result, data, measurement)
+        report = evaluate_files(problem, result, data, measurement, force=force, warn=warn)
     else:
         if measurement is not None:
             raise RobocalError("--measurement: only with --data")
         tip_list = [t.strip() for value in tips or () for t in value.split(",") if t.strip()] or None
         options = {k: v for k, v in (("n", n), ("seed", seed)) if v is not None}
-        report = evaluate_truth(problem, result, truth, reference, tip_list, **options)
+        report = evaluate_truth(problem, result, truth, reference, tip_list, **options, force=force, warn=warn)
     print(json.dumps(report, indent=2))
 
 
@@ -160,14 +169,18 @@ def design(
     from robocal.analysis.task_uncertainty import Task
     from robocal.design import choose, design_criterion, write_selection
     from robocal.evaluation import load_stored
+    from robocal.outputs import moved, preflight, staged
     from robocal.problem import load_problem
+    from robocal.provenance import input_files
 
+    preflight(out_dir, [problem])
     with err.status("loading problem"):
         if result is None:
             loaded = load_problem(problem)
             theta = loaded.theta0
         else:
             loaded, _, theta = load_stored(problem, result)
+    preflight(out_dir, input_files(loaded).values())
     tip_list = [t.strip() for value in tips or () for t in value.split(",") if t.strip()] or None
     task = Task.default(loaded, reference, tip_list, n=n_test, seed=seed)
     with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({n_test} test configurations)"):
@@ -177,7 +190,8 @@ def design(
     with err.status(f"{strategy.value}: choosing {n} of {criterion.n_candidates}"):
         chosen = choose(criterion, n, strategy.value, seed)
         baseline = criterion.random(n, seed)
-    files = write_selection(loaded, chosen, out_dir)
+    with staged(out_dir) as stage:
+        files = moved(write_selection(loaded, chosen, stage), stage, out_dir)
     out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {n_test} test configurations")
     out.print(f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)")
     out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
@@ -440,20 +454,6 @@ def simulate_glove(
     out.print(f"calibrate: robocal calibrate {result.problem} --out {result.folder / 'result'}", markup=False, highlight=False)
 
 
-record_app = typer.Typer(no_args_is_help=True, help="Record calibration data at the robot, in the terminal.")
-app.add_typer(record_app, name="record")
-
-
-class JointSourceKind(str, Enum):
-    ros2 = "ros2"
-    sim = "sim"
-    replay = "replay"
-
-
-@record_app.command("sockets")
-def record_sockets(
-    robot: Annotated[Path, typer.Option("--robot", help="URDF of the robot, with the ball link")],
-    out_dir: Annotated[Path, typer.Option("--out", help="output folder: hole_0.csv, hole_1.csv, ... (one configuration per row, rad)")],
 @simulate_app.command("fleet")
 def simulate_fleet(
     robot: Annotated[Path, typer.Option("--robot", help="URDF of the arm (it needs a link named 'tool'), e.g. examples/fleet/arm_6r.urdf")],
@@ -477,6 +477,20 @@ def simulate_fleet(
     out.print(f"next: robocal fleet init && robocal fleet ingest {out_dir} && robocal fleet run", markup=False, highlight=False)
 
 
+record_app = typer.Typer(no_args_is_help=True, help="Record calibration data at the robot, in the terminal.")
+app.add_typer(record_app, name="record")
+
+
+class JointSourceKind(str, Enum):
+    ros2 = "ros2"
+    sim = "sim"
+    replay = "replay"
+
+
+@record_app.command("sockets")
+def record_sockets(
+    robot: Annotated[Path, typer.Option("--robot", help="URDF of the robot, with the ball link")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder: hole_0.csv, hole_1.csv, ... (one configuration per row, rad)")],
     link: Annotated[str, typer.Option("--link", help="the link whose origin is the ball center")] = "ball_link",
     source: Annotated[JointSourceKind, typer.Option("--source", help="ros2: the robot's JointState topic; sim: a simulated robot and operator; replay: the configurations of a recorded folder, again")] = JointSourceKind.ros2,
     replay: Annotated[Optional[Path], typer.Option("--replay", help="with --source replay: a recorded folder (hole_<k>.csv)")] = None,
@@ -581,6 +595,10 @@ def teleop_show(
 grasp_app = typer.Typer(no_args_is_help=True, help="Grasp control of the DLR-Hand II in simulation.")
 app.add_typer(grasp_app, name="grasp")
 
+from robocal.fleet.cli import app as fleet_app  # noqa: E402
+
+app.add_typer(fleet_app, name="fleet")
+
 
 @grasp_app.command("evaluate")
 def grasp_evaluate(
@@ -595,10 +613,6 @@ def grasp_evaluate(
     gravity: Annotated[bool, typer.Option("--gravity/--no-gravity", help="gravity on the object")] = False,
     ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
-from robocal.fleet.cli import app as fleet_app  # noqa: E402
-
-app.add_typer(fleet_app, name="fleet")
-
     seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:

@@ -85,7 +85,7 @@ def write_selection(problem: Problem, design: Design, out_dir: Path) -> list[Pat
             writer.writerow(table.header)
             writer.writerows(row for row, line in zip(table.rows, table.lines) if int(line) in lines)
         files.append(target)
-        samples.append({"measurement": m.name, "data": str(source), "lines": sorted(lines), "written": str(target)})
+        samples.append({"measurement": m.name, "data": str(source), "lines": sorted(lines), "written": target.name})  # beside selection.json
     report = {
         "strategy": design.strategy,
         "n": len(design.order),

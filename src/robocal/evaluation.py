@@ -18,24 +18,28 @@ from robocal.measurements.base import Measurement, summarize
 from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
 from robocal.problem import Problem, load_problem
+from robocal.provenance import check_inputs
 from robocal.kinematics.load import load_robot
 from robocal.results import read_results
 from robocal.simulation.testset import uniform_cartesian_test_set
 
 
-def load_stored(problem_path: Path, result: Path) -> tuple[Problem, np.ndarray, np.ndarray]:
+def load_stored(problem_path: Path, result: Path, force: bool = False, warn=None) -> tuple[Problem, np.ndarray, np.ndarray]:
     """The problem as it was fitted (stored frames and parameter selection), with the stored
-    (baseline, estimate) parameter vectors in its order."""
+    (baseline, estimate) parameter vectors in its order. A problem, robot or training data file
+    changed since the fit is refused, or with `force` passed to `warn`."""
     stored = read_results(result)
     problem = load_problem(problem_path, frame_initials=stored.frame_initials, unidentifiable=stored.unidentifiable)
+    check_inputs(stored.inputs, problem, result, force, warn)
     before, after = stored.vectors(problem.layout.names, problem.theta0)
     return problem, before, after
 
 
-def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measurement: str | None = None) -> dict:
+def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measurement: str | None = None, force: bool = False, warn=None) -> dict:
     """Before/after figures of a stored calibration on other data files (or placement folders)
-    of one of its measurements, beside the training data's, with generalization warnings."""
-    problem, before, after = load_stored(problem_path, result)
+    of one of its measurements, beside the training data's, with generalization warnings.
+    `force`, `warn`: as `load_stored`."""
+    problem, before, after = load_stored(problem_path, result, force, warn)
     names = [m.name for m in problem.measurements]
     if measurement is None:
         if len(names) != 1:
@@ -116,14 +120,17 @@ def evaluate_truth(
     tips: Sequence[str] | None = None,
     n: int = 1000,
     seed: int = 0,
+    force: bool = False,
+    warn=None,
 ) -> dict:
     """Task errors (m) of the nominal and the calibrated robot against a true robot file, for the
     task `Task.default` makes of `reference` and `tips` (the one `task:` and `robocal design` use).
 
     The test set is `uniform_cartesian_test_set` of the nominal robot over all tips (reference
-    included); each model's errors are summarized over every configuration and tip.
+    included); each model's errors are summarized over every configuration and tip. `force`,
+    `warn`: as `load_stored`.
     """
-    problem, _, after = load_stored(problem_path, result)
+    problem, _, after = load_stored(problem_path, result, force, warn)
     robot, block = problem.robot, problem.layout.blocks["robot"]
     task = Task.default(problem, reference, tips, n=n, seed=seed)
     true_robot = RobotModel(load_robot(truth))

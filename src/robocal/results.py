@@ -26,6 +26,7 @@ from robocal.calibration import Calibration
 from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.urdf import write_calibrated_urdf, write_urdf
+from robocal.provenance import fingerprints
 
 
 def _pose(t: np.ndarray) -> dict:
@@ -49,7 +50,9 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     problem = cal.problem
     written = [out / "report.json", out / "frames.yaml", out / "report.html"]
-    written[0].write_text(json.dumps(cal.report(), indent=2) + "\n")
+    report = cal.report()
+    report["inputs"] = fingerprints(problem)
+    written[0].write_text(json.dumps(report, indent=2) + "\n")
     frames = {}
     for name, frame in problem.frames.items():
         std = dict(zip(("dx", "dy", "dz", "rx", "ry", "rz"), cal.solution.std[frame.block].tolist())) if frame.block is not None else None
@@ -81,6 +84,7 @@ class StoredResult:
     baseline: dict[str, float]
     estimate: dict[str, float]
     unidentifiable: tuple[str, ...]
+    inputs: dict[str, dict[str, str]] | None  # report.json `inputs`: role -> path, sha256 (None: an older result)
 
     def vectors(self, names: list[str], nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(baseline, estimate) vectors in a problem's parameter order; absent names keep nominal."""
@@ -102,7 +106,12 @@ def read_results(folder: Path) -> StoredResult:
         baseline = {p["name"]: float(p["baseline"]) for p in params}
         estimate = {p["name"]: float(p["estimate"]) for p in params}
         unidentifiable = tuple(report["identifiability"].get("unidentifiable_fixed", ()))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InputError(report_path, f"not a robocal report ({exc})") from None
-    frames = yaml.safe_load(frames_path.read_text()) or {}
-    return StoredResult({name: _from_pose(f["initial"]) for name, f in frames.items()}, baseline, estimate, unidentifiable)
+        inputs = report.get("inputs")
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(report_path, f"not a robocal report ({type(exc).__name__}: {exc})") from None
+    try:
+        frames = yaml.safe_load(frames_path.read_text()) or {}
+        initials = {name: _from_pose(f["initial"]) for name, f in frames.items()}
+    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(frames_path, f"not a robocal frames file ({type(exc).__name__}: {exc})") from None
+    return StoredResult(initials, baseline, estimate, unidentifiable, inputs)

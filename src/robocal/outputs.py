@@ -1,0 +1,60 @@
+"""Writing a command's output folder safely: checked before any long work, written aside and
+moved into place, never over an input.
+
+- `preflight(out, inputs)`: --out is not an existing file, can be created and written, and does
+  not hold one of the command's input files (a result folder is rewritten as a whole; an input in
+  it would be overwritten or mixed up with the output);
+- `staged(out)`: a context that yields a hidden temporary folder beside --out; when the block ends
+  without an exception its files are moved into --out (each `os.replace`, atomic per file), so a
+  failed or killed run leaves no half-written folder and an earlier result as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from robocal.errors import RobocalError
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def preflight(out: Path, inputs: Iterable[Path] = ()) -> None:
+    """Raise a RobocalError naming --out if it cannot take this command's results (module doc)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RobocalError(f"{out}: --out is an existing file; give a folder")
+    held = sorted({str(p) for p in inputs if _inside(Path(p), out)})
+    if held:
+        raise RobocalError(f"{out}: --out holds input file(s) {', '.join(held)}; write the results to another folder")
+    existing = next((p for p in [out, *out.parents] if p.exists()), Path("."))
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise RobocalError(f"{out}: cannot create or write the output folder ({existing} is not a writable folder)")
+
+
+@contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """Yield a temporary folder; on success move its files into `out` (module doc)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        yield stage
+        out.mkdir(parents=True, exist_ok=True)
+        for file in sorted(p for p in stage.rglob("*") if p.is_file()):
+            target = out / file.relative_to(stage)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(file, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def moved(files: Iterable[Path], stage: Path, out: Path) -> list[Path]:
+    """The final paths in `out` of files written under `stage`."""
+    return [Path(out) / Path(f).relative_to(stage) for f in files]
