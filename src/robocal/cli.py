@@ -665,6 +665,23 @@ def grasp_evaluate(
     out.print(f"{results['seconds']:.0f} s; wrote {', '.join(str(f) for f in files)}", markup=False, highlight=False)
 
 
+INTERNAL_ERROR = 70  # EX_SOFTWARE of sysexits.h: a bug in robocal, not in the user's input
+
+
+def report_bug(exc: BaseException) -> None:
+    """An unexpected exception: one line saying what happened and where the full traceback was
+    written (a file in the temporary folder), exit code 70; never a raw dump on the terminal."""
+    import tempfile
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix="robocal-traceback-", suffix=".txt", delete=False) as handle:
+        handle.write(f"robocal {' '.join(sys.argv[1:])}\n\n")
+        traceback.print_exception(exc, file=handle)
+    err.print(f"internal error: {type(exc).__name__}: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"this is a bug in robocal, not in your input; the full traceback is in {handle.name}", markup=False, highlight=False, soft_wrap=True)
+    sys.exit(INTERNAL_ERROR)
+
+
 def main() -> None:
     from robocal.runtime import enable_compilation_cache
 
@@ -687,7 +704,7 @@ def main() -> None:
         if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(exc.exit_code)
-        raise
+        report_bug(exc)
     if isinstance(code, int) and code != 0:
         if code == 130:
             err.print("aborted")
