@@ -244,11 +244,20 @@ class _LoggedProgress:
             err.print(f"{state['description']}: {state['completed']:g}{of} after {now - state['start']:.0f} s", markup=False, highlight=False)
 
 
-def _csv_list(value: str, cast=str) -> tuple:
+def _csv_list(value: str, option: str, cast=str, positive: bool = False) -> tuple:
+    """The items of a comma-separated option; a given option must name at least one, and with
+    `positive` every item must be a finite number above 0."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    what = f"{option} '{value}'"
+    if not items:
+        raise RobocalError(f"{what}: expected a comma-separated list of at least one item")
     try:
-        return tuple(cast(v.strip()) for v in value.split(",") if v.strip())
+        values = tuple(cast(v) for v in items)
     except ValueError:
-        raise RobocalError(f"'{value}': expected a comma-separated list") from None
+        raise RobocalError(f"{what}: expected a comma-separated list of {cast.__name__} values") from None
+    if positive and not all(0 < v < float("inf") for v in values):
+        raise RobocalError(f"{what}: every value must be a positive, finite number")
+    return values
 
 
 @app.command()
@@ -268,14 +277,13 @@ def study(
     Writes study.json (curves, checks, every hand) and study.png."""
     import time
 
-
     from robocal.study.hands import StudyConfig, run_hands
     from robocal.study.plot import plot_study
     from robocal.study.summary import summarize
 
     try:
         config = StudyConfig(
-            hands=hands, sizes=_csv_list(sizes, int), strategies=_csv_list(strategies), measurements=_csv_list(measurements),
+            hands=hands, sizes=_csv_list(sizes, "--sizes", int, positive=True), strategies=_csv_list(strategies, "--strategies"), measurements=_csv_list(measurements, "--measurements"),
             pool_per_pair=pool_per_pair, cartesian_pool=cartesian_pool, seed=seed,
         )
     except ValueError as exc:
@@ -583,7 +591,12 @@ def teleop_show(
         out.print(f"warning: {w}", markup=False, highlight=False)
     title = f"{joints.name}, row {row}, {mode.value} mapping"
     if interactive:
+        import matplotlib
         import matplotlib.pyplot as plt
+
+        if not matplotlib.get_backend().lower().startswith(("qt", "tk", "gtk", "wx", "macosx")):
+            raise RobocalError(f"--interactive needs a display and a GUI backend for matplotlib (it has '{matplotlib.get_backend()}'); "
+                               "write a picture with --out instead")
 
         draw(mapping, human, q, warnings, obstacles, targets, figure=plt.figure(figsize=(12, 6)), title=title)
         plt.show()
@@ -629,11 +642,11 @@ def grasp_evaluate(
     from robocal.grasp.figures import plot_breaks_vs_torque, plot_deviation_densities
     from robocal.grasp.metrics import summarize
 
-    chosen = _csv_list(methods)
+    chosen = _csv_list(methods, "--methods")
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RobocalError(f"--methods: unknown {', '.join(unknown)} (one of {', '.join(METHODS)})")
-    config = EvaluationConfig(objects=_csv_list(objects or ""), grasps=grasps, forces=forces, methods=chosen, scales=_csv_list(scales, float), seed=seed, gravity=gravity, margin=margin, filter_time=filter_time, ramp=ramp, hold=hold)
+    config = EvaluationConfig(objects=() if objects is None else _csv_list(objects, "--objects"), grasps=grasps, forces=forces, methods=chosen, scales=_csv_list(scales, "--scales", float, positive=True), seed=seed, gravity=gravity, margin=margin, filter_time=filter_time, ramp=ramp, hold=hold)
     object_names(config)  # unknown names are an error before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

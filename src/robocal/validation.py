@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from robocal.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _not_bool(value):
+    """YAML reads `true` / `yes` as a boolean, which pydantic would take as 1.0: refuse it."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, found the boolean {str(value).lower()}")
+    return value
+
+
+# A finite number (never a boolean), a point or vector of three, and a count of at least one.
+Number = Annotated[float, BeforeValidator(_not_bool), Field(allow_inf_nan=False)]
+Vec3 = tuple[Number, Number, Number]
+Count = Annotated[int, BeforeValidator(_not_bool), Field(gt=0)]
+# A positive, finite number (never a boolean); the type of every positive setting of a config file.
+Positive = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, allow_inf_nan=False)]
+# A standard deviation (SI: m, rad, or the unit of its quantity): positive, finite, and within what
+# a measurement or prior can mean. Below 1e-12 (a picometre) whitening would multiply residuals by
+# more than 1e12 and lose every digit of float64; above 1e3 the quantity is not constrained at all.
+SIGMA_RANGE = (1e-12, 1e3)
+Sigma = Annotated[float, BeforeValidator(_not_bool), Field(ge=SIGMA_RANGE[0], le=SIGMA_RANGE[1], allow_inf_nan=False)]
 
 
 def field_path(loc: tuple, raw=None, missing: bool = False) -> str:
@@ -40,8 +60,13 @@ def _first_error(errors: list[dict]) -> dict:
 
 
 def _message(error: dict, errors: list[dict]) -> str:
+    """pydantic's message, with what the file has where that helps (not for a missing key)."""
     if error["type"] != "extra_forbidden":
-        return error["msg"]
+        message = error["msg"].removeprefix("Value error, ")
+        found = error.get("input")
+        if error["type"] != "missing" and not isinstance(found, (dict, list)) and repr(found) not in message:
+            message += f"; found {found!r}"
+        return message
     key, parent = str(error["loc"][-1]), error["loc"][:-1]
     missing = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == parent]
     close = difflib.get_close_matches(key, missing, n=1)
@@ -82,9 +107,9 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
     except ValidationError as exc:
         errors = exc.errors()
         first = _first_error(errors)
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        more = f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} in this file)" if len(errors) > 1 else ""
         where = field_path(first["loc"], raw, missing=first["type"] == "missing")
-        raise InputError(path, f"{_message(first, errors)}{more}", field=where) from None
+        raise InputError(path, f"{_message(first, errors)}{more}", field=where or None) from None
 
 
 class Strict(BaseModel):

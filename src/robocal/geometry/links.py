@@ -17,17 +17,14 @@ from typing import Annotated, Literal, Union
 
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from robocal.errors import InputError
 from robocal.geometry.distance import Primitive, signed_distance
 from robocal.geometry.primitives import Box, Capsule, Sphere
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.urdf import parse_document
-from robocal.validation import Strict
-
-Vec3 = tuple[float, float, float]
-
+from robocal.validation import Positive, Strict, Vec3
 
 @dataclass(frozen=True)
 class LinkShape:
@@ -51,21 +48,21 @@ def link_distance(shapes_a: tuple[LinkShape, ...], pose_a, shapes_b: tuple[LinkS
 class SphereConfig(Strict):
     type: Literal["sphere"]
     center: Vec3 = (0.0, 0.0, 0.0)
-    radius: PositiveFloat
+    radius: Positive
 
 
 class CapsuleConfig(Strict):
     type: Literal["capsule"]
     p0: Vec3
     p1: Vec3
-    radius: PositiveFloat
+    radius: Positive
 
 
 class BoxConfig(Strict):
     type: Literal["box"]
     xyz: Vec3 = (0.0, 0.0, 0.0)
     rpy: Vec3 = (0.0, 0.0, 0.0)
-    half_extents: tuple[PositiveFloat, PositiveFloat, PositiveFloat]
+    half_extents: tuple[Positive, Positive, Positive]
 
 
 ShapeConfig = Annotated[Union[SphereConfig, CapsuleConfig, BoxConfig], Field(discriminator="type")]

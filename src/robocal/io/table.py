@@ -59,7 +59,8 @@ class Table:
                 try:
                     value = float(text)
                 except ValueError:
-                    raise InputError(self.path, f"'{text}' is not a number", line=int(line), field=name) from None
+                    hint = " (use a point as the decimal separator)" if "," in text else ""
+                    raise InputError(self.path, f"'{text}' is not a number{hint}", line=int(line), field=name) from None
                 if not math.isfinite(value):
                     raise InputError(self.path, f"'{text}' is not a finite number", line=int(line), field=name)
                 out[r, c] = value
@@ -77,9 +78,17 @@ def read_text(path: Path, what: str) -> str:
         raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 
 
+# A calibration data file holds thousands of rows, not millions: parsing one of this size as text
+# cells would take gigabytes, so a larger file is refused before it is read.
+MAX_TABLE_BYTES = 100 * 2**20
+
+
 def read_table(path: str | Path) -> Table:
     """Read a CSV file with a header; blank lines are skipped, every other row must be complete."""
     path = Path(path)
+    if path.is_file() and path.stat().st_size > MAX_TABLE_BYTES:
+        raise InputError(path, f"{path.stat().st_size / 2**20:.0f} MiB is more than the {MAX_TABLE_BYTES // 2**20} MiB a data file may have "
+                               "(split the recording, or choose samples with `robocal design`)")
     text = read_text(path, "data file")
     reader = csv.reader(text.splitlines())
     records = []

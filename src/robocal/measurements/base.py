@@ -11,14 +11,14 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from robocal.errors import InputError
 from robocal.io.table import Table, read_table
 from robocal.kinematics.model import RobotModel
 from robocal.parameters import ParameterLayout
 from robocal.frames import Frame
-from robocal.validation import Strict
+from robocal.validation import Sigma, Strict
 
 
 class MeasurementConfig(Strict):
@@ -26,7 +26,7 @@ class MeasurementConfig(Strict):
 
     name: str
     data: Path
-    sigma: PositiveFloat = Field(description="standard deviation of one measured coordinate (SI)")
+    sigma: Sigma = Field(description="standard deviation of one measured coordinate (SI)")
     joints: dict[str, str] = Field(default_factory=dict, description="joint name -> data column, where they differ")
 
 

@@ -14,13 +14,10 @@ from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
-from robocal.validation import Strict
-
-Vec3 = tuple[float, float, float]
-
+from robocal.validation import Positive, Strict, Vec3
 
 class DistancePoint(Strict):
     link: str | None = Field(None, description="link the point is attached to (fixed in the robot root frame if omitted)")
@@ -31,7 +28,7 @@ class DistanceConfig(MeasurementConfig):
     type: Literal["distance"]
     a: DistancePoint
     b: DistancePoint
-    length: PositiveFloat | None = Field(None, description="known distance (m) for every row; else each row's `length_column`")
+    length: Positive | None = Field(None, description="known distance (m) for every row; else each row's `length_column`")
     length_column: str = "length"
 
 

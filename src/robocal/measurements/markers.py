@@ -15,15 +15,13 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from robocal.kinematics import transforms as tf
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters
 from robocal.parameters import Parameter
 from robocal.frames import kabsch
-from robocal.validation import Strict
-
-Vec3 = tuple[float, float, float]
+from robocal.validation import Sigma, Strict, Vec3
 
 
 class PointOffset(Strict):
@@ -48,7 +46,7 @@ class OrientationConfig(Strict):
     columns: tuple[str, str, str, str] = Field(description="quaternion w, x, y, z of the marker body in the frame")
     body: str | None = Field(None, description="problem frame: marker body relative to the link (identity if omitted)")
     mask: tuple[bool, bool, bool] = (True, True, True)
-    sigma: PositiveFloat
+    sigma: Sigma
 
 
 class MarkersConfig(MeasurementConfig):

@@ -19,7 +19,7 @@ from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, NonNegativeInt, PositiveFloat
+from pydantic import Field, NonNegativeInt
 
 from robocal.io.intervals import read_intervals
 from robocal.measurements.base import BuildContext, ClosedForm, Measurement, MeasurementConfig, summarize
@@ -27,14 +27,14 @@ from robocal.mobile import censi, se2
 from robocal.mobile.drive import DriveParameters, increment
 from robocal.mobile.tracking import tracked_intervals
 from robocal.parameters import Parameter
-from robocal.validation import Strict
+from robocal.validation import Positive, Sigma, Strict
 
 
 class SensorConfig(Strict):
     name: str = Field("sensor", description="parameter prefix: <name>_x, <name>_y, <name>_yaw")
     initial: Literal["closed_form"] | tuple[float, float, float] = Field("closed_form", description="x, y (m), yaw (rad) in the base frame")
-    prior_translation: PositiveFloat | None = Field(None, description="prior sigma about `initial` (m); none by default")
-    prior_rotation: PositiveFloat | None = None
+    prior_translation: Sigma | None = Field(None, description="prior sigma about `initial` (m); none by default")
+    prior_rotation: Sigma | None = None
 
 
 class TrimConfig(Strict):
@@ -53,13 +53,13 @@ class TrackingConfig(Strict):
     markers: list[str] | None = Field(None, description="fit the body to these markers (at least 3) instead of a streamed rigid body")
     wheels: tuple[str, str] = Field(description="left and right wheel joint names")
     topic: str | None = Field(None, description="joint-state topic (default: the one with both wheels)")
-    interval: PositiveFloat = Field(0.5, description="interval length (s)")
+    interval: Positive = Field(0.5, description="interval length (s)")
     clock_offset: float | Literal["auto"] = Field("auto", description="mocap time minus robot time (s); auto: by yaw-rate cross-correlation")
 
 
 class OdometryConfig(MeasurementConfig):
     type: Literal["odometry"]
-    sigma_yaw: PositiveFloat = Field(description="standard deviation of the measured yaw change (rad); `sigma` is that of dx, dy (m)")
+    sigma_yaw: Sigma = Field(description="standard deviation of the measured yaw change (rad); `sigma` is that of dx, dy (m)")
     sensor: SensorConfig = Field(default_factory=SensorConfig)
     trim: TrimConfig | None = Field(None, description="trim the worst intervals (closed form; the MAP fit then uses the rows kept)")
     mocap: TrackingConfig | None = Field(None, description="`data` is a motion-capture recording, paired with the robot's log")

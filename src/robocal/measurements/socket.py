@@ -14,14 +14,12 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, PositiveFloat, model_validator
+from pydantic import Field, model_validator
 
+from robocal.validation import Positive, Sigma, Vec3
 from robocal.errors import InputError
 from robocal.io.sockets import read_socket_folder
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters, summarize
-
-Vec3 = tuple[float, float, float]
-
 
 def _means(points, one_hot):
     """(K, 3) mean point per socket from the (n, K) one-hot socket matrix."""
@@ -50,8 +48,8 @@ def socket_distortion(points, socket, n_sockets: int, distance: float):
 class SocketConfig(MeasurementConfig):
     type: Literal["socket"]
     link: str = Field("ball_link", description="the link whose origin is the ball center")
-    distance: PositiveFloat | None = Field(None, description="known distance between the centers of sockets 0 and 1 (m)")
-    distance_sigma: PositiveFloat | None = Field(None, description="std of that distance (m), e.g. the caliper's")
+    distance: Positive | None = Field(None, description="known distance between the centers of sockets 0 and 1 (m)")
+    distance_sigma: Sigma | None = Field(None, description="std of that distance (m), e.g. the caliper's")
     positions: list[Vec3] | None = Field(None, description="known socket centers in the robot root frame (m), one per socket")
 
     @model_validator(mode="after")

@@ -32,7 +32,8 @@ def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:
     for pattern, mode in config.joints.items():
         matched = [j.name for j in tree.joints if fnmatch.fnmatchcase(j.name, pattern)]
         if not matched:
-            raise InputError(path, f"no joint matches '{pattern}'", field=f"parameters.joints.{pattern}")
+            raise InputError(path, f"no joint matches '{pattern}' (the robot's joints: {', '.join(j.name for j in tree.joints)})",
+                             field=f"parameters.joints.{pattern}")
         for name in matched:
             modes[name] = mode
     return modes

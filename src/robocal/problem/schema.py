@@ -9,14 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, model_validator
 
 from robocal.geometry.links import GeometryConfig
 from robocal.kinematics.model import Mode
 from robocal.measurements.registry import config_classes
-from robocal.validation import Strict
-
-Vec3 = tuple[float, float, float]
+from robocal.validation import Count, Positive, Sigma, Strict, Vec3
 
 
 class Placement(Strict):
@@ -27,8 +25,8 @@ class Placement(Strict):
 
 
 class FramePrior(Strict):
-    translation: PositiveFloat | None = None
-    rotation: PositiveFloat | None = None
+    translation: Positive | None = None
+    rotation: Positive | None = None
 
 
 class FrameConfig(Strict):
@@ -51,13 +49,13 @@ class ParametersConfig(Strict):
 class PriorConfig(Strict):
     """Gaussian prior sigma per parameter kind (SI units); null means no prior."""
 
-    translation: PositiveFloat | None = 0.001
-    rotation: PositiveFloat | None = 0.001
-    joint_offset: PositiveFloat | None = 0.01
-    point: PositiveFloat | None = None
-    gain: PositiveFloat | None = Field(None, description="gains of joint sensors (joint units per raw unit)")
-    drive: PositiveFloat | None = Field(None, description="wheel radii and wheelbase of a differential drive (m)")
-    overrides: dict[str, PositiveFloat | None] = Field(default_factory=dict)
+    translation: Sigma | None = 0.001
+    rotation: Sigma | None = 0.001
+    joint_offset: Sigma | None = 0.01
+    point: Sigma | None = None
+    gain: Sigma | None = Field(None, description="gains of joint sensors (joint units per raw unit)")
+    drive: Sigma | None = Field(None, description="wheel radii and wheelbase of a differential drive (m)")
+    overrides: dict[str, Sigma | None] = Field(default_factory=dict)
 
 
 class SolverConfig(Strict):
@@ -66,11 +64,11 @@ class SolverConfig(Strict):
         description="closed_form: the measurement's own closed-form estimate (e.g. Censi's for odometry), with the MAP covariance at it; "
         "scaled_svd: iterated least squares through the SVD with Schroer scaling (the data-glove seed's procedure) on the same objective",
     )
-    max_iterations: PositiveInt = 1000
-    tolerance: PositiveFloat = 1e-10
-    huber: PositiveFloat | None = Field(None, description="Huber threshold on a row's whitened error (in sigmas)")
-    outlier_threshold: PositiveFloat | None = Field(None, description="reject rows whose whitened error exceeds this")
-    max_rejection_rounds: PositiveInt = 5
+    max_iterations: Count = 1000
+    tolerance: Positive = 1e-10
+    huber: Positive | None = Field(None, description="Huber threshold on a row's whitened error (in sigmas)")
+    outlier_threshold: Positive | None = Field(None, description="reject rows whose whitened error exceeds this")
+    max_rejection_rounds: Count = 5
 
 
 class TaskConfig(Strict):
@@ -78,7 +76,7 @@ class TaskConfig(Strict):
 
     tips: list[str] = Field(min_length=1, description="tip links whose positions matter")
     reference: str | None = Field(None, description="positions relative to this link (default: the first tip; the root link with one tip)")
-    n: PositiveInt = Field(1000, description="configurations of the uniform Cartesian test set")
+    n: Count = Field(1000, description="configurations of the uniform Cartesian test set")
     seed: int = 0
 
 
@@ -89,9 +87,9 @@ class DriveConfig(Strict):
     """A differential-drive base: nominal wheel radii and axle length (m), calibrated as parameters
     wheel_radius_left, wheel_radius_right, wheelbase (prior: `priors.drive`)."""
 
-    wheel_radius_left: PositiveFloat
-    wheel_radius_right: PositiveFloat
-    wheelbase: PositiveFloat
+    wheel_radius_left: Positive
+    wheel_radius_right: Positive
+    wheelbase: Positive
 
 
 class ProblemConfig(Strict):
@@ -106,3 +104,11 @@ class ProblemConfig(Strict):
     solver: SolverConfig = Field(default_factory=SolverConfig)
     task: TaskConfig | None = None
     measurements: list[MeasurementConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_measurement_names(self):
+        names = [m.name for m in self.measurements]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"measurement names must be unique; given twice: {', '.join(twice)}")
+        return self

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from robocal.errors import InputError
 from robocal.geometry.links import GeometryFile, LinkShape, shape_from_config
@@ -20,7 +20,7 @@ from robocal.kinematics.dh import Num, Vec3
 from robocal.kinematics.tree import KinematicTree
 from robocal.models import packaged
 from robocal.kinematics.load import load_robot
-from robocal.validation import Strict, load_yaml_model
+from robocal.validation import Positive, Strict, load_yaml_model
 
 
 class JointTerm(Strict):
@@ -57,13 +57,13 @@ class FingerSpec(Strict):
 
 class ContactSpec(Strict):
     geometry: Path
-    threshold: PositiveFloat = 0.005
+    threshold: Positive = 0.005
 
 
 class MappingFile(Strict):
     robot: Path
     human: Path
-    scale: PositiveFloat = 1.5
+    scale: Positive = 1.5
     contact: ContactSpec
     fingers: dict[str, FingerSpec] = Field(min_length=1)
 
