@@ -561,6 +561,12 @@ def teleop_show(
     from robocal.teleop.picture import draw, save_picture
 
     mapping = HandMapping.load(mapping_file)
+    if interactive:
+        import matplotlib
+
+        if not matplotlib.get_backend().lower().startswith(("qt", "tk", "gtk", "wx", "macosx")):
+            raise RobocalError(f"--interactive needs a display and a GUI backend for matplotlib (it has '{matplotlib.get_backend()}'); "
+                               "write a picture with --out instead")
     table = read_table(joints)
     if row > len(table):
         raise RobocalError(f"{joints}: --row {row}, but the file has {len(table)} data rows")
@@ -591,12 +597,7 @@ def teleop_show(
         out.print(f"warning: {w}", markup=False, highlight=False)
     title = f"{joints.name}, row {row}, {mode.value} mapping"
     if interactive:
-        import matplotlib
         import matplotlib.pyplot as plt
-
-        if not matplotlib.get_backend().lower().startswith(("qt", "tk", "gtk", "wx", "macosx")):
-            raise RobocalError(f"--interactive needs a display and a GUI backend for matplotlib (it has '{matplotlib.get_backend()}'); "
-                               "write a picture with --out instead")
 
         draw(mapping, human, q, warnings, obstacles, targets, figure=plt.figure(figsize=(12, 6)), title=title)
         plt.show()

@@ -31,6 +31,13 @@ def print_summary(cal: Calibration, console: Console) -> None:
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
         f"identifiable {ident.rank} of {ident.n_parameters} parameters; {len(s.rejections)} rows rejected"
     )
+    if not s.converged:
+        console.print(f"[yellow]warning:[/] the solver stopped after {s.iterations} iterations without converging (solver.max_iterations, "
+                      "solver.tolerance): the estimate is where it stopped, not a calibration")
+    residuals = sum(m.n * len(m.row_sigmas()) for m in cal.problem.measurements)
+    if residuals <= ident.n_parameters:
+        console.print(f"[yellow]warning:[/] {residuals} measured residuals for {ident.n_parameters} parameters: the model can "
+                      "fit these data exactly whatever the robot, so the 'removed' figures say nothing; record more samples")
     kappa = ", ".join(f"{name} {value:.0f}" if value is not None else f"{name} inf" for name, value in cal.conditioning.items())
     console.print(f"Schroer-scaled condition number (target < 100): {kappa}")
     task = cal.task_prediction
