@@ -1,6 +1,8 @@
-"""Every generated bad input (tests/robustness/corpus.py) through `robocal calibrate` in-process
-(the one error path of `robocal.cli.main`): exit code 2, one `error:` line naming the file, no
-traceback, every input file byte-identical afterwards, and no output folder."""
+"""Every generated bad input (tests/robustness/corpus.py) through `robocal calibrate`, and each
+also through one of the other commands that read a problem (analyze, design, evaluate, in turn),
+in-process (the one error path of `robocal.cli.main`; tests/cli/test_bad_input.py runs real
+processes): exit code 2, one `error:` line naming the file, no traceback, every input file
+byte-identical afterwards, and no output folder."""
 
 from __future__ import annotations
 
@@ -33,8 +35,27 @@ def test_the_corpus_has_at_least_200_cases():
     assert len(CASES) >= 200
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_bad_input_is_one_located_error(name, valid_folder, tmp_path, monkeypatch, capsys):
+OTHERS = ("analyze", "design", "evaluate")
+RUNS = [(name, "calibrate") for name in CASES] + [(name, OTHERS[i % len(OTHERS)]) for i, name in enumerate(CASES)]
+
+
+def command_line(command: str, problem: Path, tmp_path: Path) -> list[str]:
+    """The command on `problem`; evaluate reads a stored result that names no inputs (an older robocal)."""
+    if command == "calibrate":
+        return ["calibrate", str(problem), "--out", str(tmp_path / "out")]
+    if command == "design":
+        return ["design", str(problem), "--n", "3", "--out", str(tmp_path / "out")]
+    if command == "analyze":
+        return ["analyze", str(problem), "--json"]
+    result = tmp_path / "result"
+    result.mkdir()
+    (result / "report.json").write_text('{"parameters": [], "identifiability": {}}')
+    (result / "frames.yaml").write_text("{}\n")
+    return ["evaluate", str(problem), "--result", str(result), "--data", str(problem.parent / "train.csv")]
+
+
+@pytest.mark.parametrize("name, command", RUNS, ids=[f"{c}: {n}" for n, c in RUNS])
+def test_bad_input_is_one_located_error(name, command, valid_folder, tmp_path, monkeypatch, capsys):
     edit, file = CASES[name]
     folder = tmp_path / "case"
     shutil.copytree(valid_folder, folder)
@@ -47,7 +68,7 @@ def test_bad_input_is_one_located_error(name, valid_folder, tmp_path, monkeypatc
     else:
         path.write_text(raw if raw is not None else yaml.safe_dump(problem, sort_keys=False))
     before = hashes(folder)
-    monkeypatch.setattr(sys, "argv", ["robocal", "calibrate", str(path), "--out", str(tmp_path / "out")])
+    monkeypatch.setattr(sys, "argv", ["robocal", *command_line(command, path, tmp_path)])
     monkeypatch.setenv("COLUMNS", "500")
     with pytest.raises(SystemExit) as info:
         cli.main()

@@ -16,7 +16,6 @@ from tests.cli.test_bad_input import PROBLEM, URDF, synthetic_rows, write_csv
 
 def run(monkeypatch, capsys, *args) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["robocal", *map(str, args)])
-    monkeypatch.setenv("COLUMNS", "400")
     try:
         cli.main()
         code = 0
@@ -25,6 +24,11 @@ def run(monkeypatch, capsys, *args) -> tuple[int, str, str]:
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
     return code, captured.out, captured.err
+
+
+def said(phrase: str, text: str) -> bool:
+    """Whether the console said `phrase`, however rich wrapped it (at spaces or inside a long path)."""
+    return "".join(phrase.split()) in "".join(text.split())
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +51,7 @@ def problem(folder: Path, **solver) -> Path:
 def test_iteration_limit_is_a_warning_not_only_a_flag(arm, tmp_path, monkeypatch, capsys):
     shutil.copytree(arm, tmp_path / "a")
     code, out, _ = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a", max_iterations=1), "--out", tmp_path / "out")
-    assert code == 0 and "without converging" in out.replace("\n", " ")
+    assert code == 0 and said("without converging", out)
 
 
 def test_two_rows_are_said_to_be_fitted_exactly(arm, tmp_path, monkeypatch, capsys):
@@ -55,14 +59,14 @@ def test_two_rows_are_said_to_be_fitted_exactly(arm, tmp_path, monkeypatch, caps
     lines = (tmp_path / "a" / "train.csv").read_text().splitlines()
     (tmp_path / "a" / "train.csv").write_text("\n".join(lines[:2]) + "\n")  # header and one row: 6 residuals, 8 parameters
     code, out, _ = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--out", tmp_path / "out")
-    assert code == 0 and "fit these data exactly" in out.replace("\n", " ")
+    assert code == 0 and said("fit these data exactly", out)
 
 
 def test_out_that_is_a_file_fails_before_the_solve(arm, tmp_path, monkeypatch, capsys):
     shutil.copytree(arm, tmp_path / "a")
     (tmp_path / "result").write_text("keep me")
     code, _, err = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--out", tmp_path / "result")
-    assert code == 2 and "existing file" in err and "solving" not in err
+    assert code == 2 and said("existing file", err) and "solving" not in err
     assert (tmp_path / "result").read_text() == "keep me"
 
 
@@ -70,7 +74,7 @@ def test_design_out_beside_its_data_is_refused(arm, tmp_path, monkeypatch, capsy
     shutil.copytree(arm, tmp_path / "a")
     before = (tmp_path / "a" / "train.csv").read_bytes()
     code, _, err = run(monkeypatch, capsys, "design", problem(tmp_path / "a"), "--n", 3, "--out", tmp_path / "a")
-    assert code == 2 and "holds input" in err and "problem.yaml" in err
+    assert code == 2 and said("holds input", err) and "problem.yaml" in err
     assert (tmp_path / "a" / "train.csv").read_bytes() == before
 
 
@@ -81,13 +85,13 @@ def test_frames_file_without_rpy_is_a_located_error(arm, tmp_path, monkeypatch, 
     (result / "report.json").write_text('{"parameters": [], "identifiability": {}}')
     (result / "frames.yaml").write_text(yaml.safe_dump({"tracker": {"initial": {"xyz": [0, 0, 0]}}}))
     code, _, err = run(monkeypatch, capsys, "evaluate", problem(tmp_path / "a"), "--result", result, "--data", tmp_path / "a" / "train.csv")
-    assert code == 2 and str(result / "frames.yaml") in err and "rpy" in err
+    assert code == 2 and said(str(result / "frames.yaml"), err) and "rpy" in err
 
 
 @pytest.mark.parametrize("option, value", [("--objects", ","), ("--scales", "-1,0"), ("--scales", "1,inf"), ("--methods", " , ")])
 def test_grasp_evaluate_lists(tmp_path, monkeypatch, capsys, option, value):
     code, _, err = run(monkeypatch, capsys, "grasp", "evaluate", "--out", tmp_path / "g", option, value)
-    assert code == 2 and option in err
+    assert code == 2 and said(option, err)
     assert not (tmp_path / "g").exists()
 
 
@@ -98,4 +102,4 @@ def test_teleop_interactive_without_a_display(tmp_path, monkeypatch, capsys):
     poses = tmp_path / "poses.csv"
     poses.write_text("T0\n0\n")
     code, _, err = run(monkeypatch, capsys, "teleop", "show", "--joints", poses, "--row", 1, "--interactive")
-    assert code == 2 and "--interactive needs a display" in err
+    assert code == 2 and said("--interactive needs a display", err)
