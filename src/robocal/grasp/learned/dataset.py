@@ -1,0 +1,148 @@
+"""The learned controller's training data on disk: one npz shard per procedural object.
+
+`generate(config, out)` draws `objects` procedural objects (`procedural.procedural_objects`,
+split by object into train / val / test), and per object, in worker processes: grasps
+(`grasps.generate_grasps`, `power` + `precision` successful ones at most), per settled grasp the
+observation (`observation.observe`) and the teacher's samples (`teacher.grasp_samples`). Shard
+`<split>/<object index>.npz` holds, for its K grasps and S samples (L joints, grid G):
+
+    voxels (K, G, G, G) uint8, q_grasp (K, L), q_init (K, L), kind (K,) str,
+    grasp (S,) int (row in the K arrays), wrench (S, 6), wrench_cmd (S, 6), q_d (S, L),
+    tau_m (S, L), tau_cmd (S, L), rejected () int
+
+Every draw comes from a seed sequence keyed by (seed, object index), so the shards do not
+depend on the number of workers. A shard is written aside and renamed into place, so a killed
+run leaves whole shards only; running again with the same configuration (`manifest.json`)
+makes only the missing ones. An object without any settled grasp still gets a shard (K = 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from robocal.errors import InputError, RobocalError
+from robocal.grasp.learned.observation import ObservationConfig
+
+MANIFEST = "manifest.json"
+SPLITS = ("train", "val", "test")
+
+
+class DatasetConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = 0
+    objects: int = Field(1000, ge=3)  # procedural objects (split 80 / 10 / 10 by object)
+    power: int = Field(2, ge=0)  # successful power grasps per object at most
+    precision: int = Field(2, ge=0)  # successful precision grasps per object at most
+    samples: int = Field(40, ge=1)  # teacher samples per grasp (paper: 40)
+    grid: int = Field(48, ge=8, le=128)  # voxels per side
+    side: float = Field(0.24, gt=0.0, le=1.0)  # m, edge of the voxel cube
+
+    def observation(self) -> ObservationConfig:
+        return ObservationConfig(grid=self.grid, side=self.side)
+
+
+def shard_path(out: Path, split: str, index: int) -> Path:
+    return Path(out) / split / f"{index:05d}.npz"
+
+
+def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
+    """Write one object's shard (module docstring); returns its number of samples."""
+    from robocal.grasp.grasps import generate_grasps
+    from robocal.grasp.hand import Hand
+    from robocal.grasp.learned.observation import observe
+    from robocal.grasp.learned.procedural import procedural_objects
+    from robocal.grasp.learned.teacher import grasp_samples
+    from robocal.grasp.simulation import situation
+
+    split, index = job
+    hand, obj = Hand.load(), procedural_objects(config.seed, config.objects)[index]
+    sequence = np.random.SeedSequence([config.seed, index])
+    grasp_seed, sample_seed = (int(s.generate_state(1)[0]) for s in sequence.spawn(2))
+    rng = np.random.default_rng(sample_seed)
+    attempts = generate_grasps(hand, obj, seed=grasp_seed, n_power=config.power, n_precision=config.precision, until_ok=True, max_attempts=2 * max(config.power, config.precision, 1))
+    per_grasp, sample_rows = [], []
+    for grasp in (g for g in attempts if g.ok):
+        try:
+            samples = grasp_samples(situation(hand, obj, grasp), obj, rng, config.samples)
+        except RobocalError:  # no sampled wrench held: the grasp gives no samples
+            continue
+        per_grasp.append((observe(hand, obj, grasp.object_pose, config.observation()), grasp))
+        sample_rows.append(samples)
+    L, G = len(hand.joints), config.grid
+    arrays = {
+        "voxels": np.array([v for v, _ in per_grasp], dtype=np.uint8).reshape(-1, G, G, G),
+        "q_grasp": np.array([g.q_grasp for _, g in per_grasp]).reshape(-1, L),
+        "q_init": np.array([g.q_init for _, g in per_grasp]).reshape(-1, L),
+        "kind": np.array([g.kind for _, g in per_grasp], dtype=str),
+        "grasp": np.concatenate([np.full(len(s.wrench), k) for k, s in enumerate(sample_rows)] or [np.zeros(0, dtype=int)]).astype(int),
+        "rejected": np.array(sum(s.rejected for s in sample_rows)),
+    }
+    for key, width in (("wrench", 6), ("wrench_cmd", 6), ("q_d", L), ("tau_m", L), ("tau_cmd", L)):
+        arrays[key] = np.concatenate([getattr(s, key) for s in sample_rows] or [np.zeros((0, width))])
+    target = shard_path(out, split, index)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial_file = target.with_name(f".{target.stem}.partial.npz")
+    np.savez_compressed(partial_file, **arrays)
+    os.replace(partial_file, target)
+    return len(arrays["grasp"])
+
+
+def jobs(config: DatasetConfig) -> list[tuple[str, int]]:
+    """(split, object index) of every shard, in object order."""
+    from robocal.grasp.learned.procedural import procedural_objects, split
+
+    objects = procedural_objects(config.seed, config.objects)
+    index = {o.name: i for i, o in enumerate(objects)}
+    parts = split(objects, config.seed)
+    return sorted(((name, index[o.name]) for name in SPLITS for o in parts[name]), key=lambda job: job[1])
+
+
+def _check_manifest(config: DatasetConfig, out: Path) -> None:
+    manifest = Path(out) / MANIFEST
+    if manifest.exists():
+        found = json.loads(manifest.read_text())
+        if found != config.model_dump():
+            raise InputError(manifest, f"the folder holds a dataset of another configuration {found}; give a new --out or the same options")
+    else:
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps(config.model_dump(), indent=1))
+
+
+def generate(config: DatasetConfig, out: Path, workers: int = 1, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Write every missing shard of `config` under `out` (module docstring); returns counts."""
+    from robocal.grasp.evaluation import _Inline, _Pool
+
+    _check_manifest(config, out)
+    todo = [job for job in jobs(config) if not shard_path(out, *job).exists()]
+    report = progress or (lambda done, total: None)
+    pool = _Inline() if workers == 1 else _Pool(workers)
+    samples = 0
+    try:
+        for done, n in enumerate(pool.map(partial(make_shard, config, Path(out)), todo), 1):
+            samples += n
+            report(done, len(todo))
+    finally:
+        if isinstance(pool, _Pool):
+            pool.executor.shutdown(cancel_futures=True)
+    return {"shards": len(jobs(config)), "made": len(todo), "samples_made": samples}
+
+
+def load(out: Path, split: str) -> dict[str, np.ndarray]:
+    """Every shard of one split concatenated: the per-grasp arrays stacked and `grasp`
+    renumbered into them (keys as in the module docstring)."""
+    files = sorted((Path(out) / split).glob("[0-9]*.npz"))
+    if not files:
+        raise InputError(Path(out) / split, "no shards (run `robocal grasp dataset` first)")
+    parts = [dict(np.load(f)) for f in files]
+    offsets = np.cumsum([0] + [len(p["q_init"]) for p in parts[:-1]])
+    merged = {key: np.concatenate([p[key] for p in parts]) for key in parts[0] if key not in ("grasp", "rejected")}
+    merged["grasp"] = np.concatenate([p["grasp"] + o for p, o in zip(parts, offsets)])
+    return merged
