@@ -9,6 +9,7 @@ import typer
 
 from robocal.errors import RobocalError
 from robocal.fleet import DEFAULT_DB
+from robocal.terminal import out, progress_bar
 
 app = typer.Typer(no_args_is_help=True, help="Calibrate fleets: a store of units, sessions, jobs and results.")
 Db = Annotated[str, typer.Option("--db", help="SQLite file, or a URL such as postgresql+psycopg://user@host/db")]
@@ -17,7 +18,6 @@ Db = Annotated[str, typer.Option("--db", help="SQLite file, or a URL such as pos
 @app.command()
 def init(db: Db = DEFAULT_DB) -> None:
     """Create the fleet database (or upgrade it to the newest schema)."""
-    from robocal.cli import out
     from robocal.fleet.store import open_store
 
     open_store(db, create=True)
@@ -27,7 +27,6 @@ def init(db: Db = DEFAULT_DB) -> None:
 @app.command()
 def ingest(folder: Annotated[Path, typer.Argument(help="a folder of session folders (each holds problem.yaml and its data)")], db: Db = DEFAULT_DB) -> None:
     """Store every session under FOLDER (files by SHA-256) and queue one job per new session."""
-    from robocal.cli import out
     from robocal.fleet.store import open_store
     from robocal.fleet.store.sessions import ingest as run
 
@@ -38,7 +37,6 @@ def ingest(folder: Annotated[Path, typer.Argument(help="a folder of session fold
 @app.command()
 def run(db: Db = DEFAULT_DB) -> None:
     """Calibrate every queued session; a rerun does nothing new, a killed run resumes where it stopped."""
-    from robocal.cli import out, progress_bar
     from robocal.fleet.engine import run as run_jobs
     from robocal.fleet.store import open_store
     from robocal.fleet.store.jobs import counts
@@ -54,7 +52,6 @@ def run(db: Db = DEFAULT_DB) -> None:
 @app.command()
 def status(db: Db = DEFAULT_DB) -> None:
     """Jobs per status, and results per verdict."""
-    from robocal.cli import out
     from robocal.fleet.store import open_store
     from robocal.fleet.store.jobs import counts, verdicts
 
@@ -67,7 +64,6 @@ def status(db: Db = DEFAULT_DB) -> None:
 @app.command()
 def export(out_dir: Annotated[Path, typer.Option("--out", help="output folder")], db: Db = DEFAULT_DB) -> None:
     """Write each unit's latest calibrated URDF as OUT/SERIAL.urdf."""
-    from robocal.cli import out
     from robocal.fleet.export import export_urdfs
     from robocal.fleet.store import open_store
 

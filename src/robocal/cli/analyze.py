@@ -1,0 +1,108 @@
+"""`robocal analyze` and `robocal design`: what a problem's measurements can identify, and which samples to record."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from robocal.cli.options import names
+from robocal.errors import RobocalError
+from robocal.terminal import err, out
+
+
+def analyze(
+    problem: Annotated[Path, typer.Argument(help="problem YAML")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the analysis as JSON")] = False,
+    result: Annotated[Optional[Path], typer.Option("--result", help="output folder of `robocal calibrate`: analyze at its calibrated parameters (default: nominal)")] = None,
+    measurement: Annotated[Optional[list[str]], typer.Option("--measurement", help="use only these measurements (repeatable; default: all)")] = None,
+    links: Annotated[Optional[list[str]], typer.Option("--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes")] = None,
+    kernel_of: Annotated[Optional[str], typer.Option("--kernel-of", help="with --within: test kernel(this measurement) in kernel(that one)")] = None,
+    within: Annotated[Optional[str], typer.Option("--within", help="see --kernel-of")] = None,
+    threshold: Annotated[float, typer.Option("--threshold", min=0.0, help="identifiable: eigenvalue of the unweighted J^T J (SI units) above this")] = 1e-6,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="write the ordered eigenvalue spectra (every measurement and mode) to this image file")] = None,
+) -> None:
+    """Identifiability: rank and kernel of J^T J by parameter name, kernel inclusion between two
+    measurements, Schroer-scaled condition number and observability indices O1-O5. With one mode
+    --json prints {n_parameters, rank, threshold, eigenvalues, kernel, ...}; with several,
+    {"modes": [...]}."""
+    from robocal.analysis.identifiability import SpectrumSeries, plot_spectra
+    from robocal.analysis.sensitivity import analyze as run, print_modes
+
+    modes = [[link.strip() for link in value.split(",") if link.strip()] for value in links or ()] or [None]
+    if any(mode == [] for mode in modes):
+        raise RobocalError("--links: give at least one link name")
+    with err.status("computing the Jacobian"):
+        if result is not None:
+            from robocal.evaluation import load_stored
+
+            loaded, _, theta = load_stored(problem, result)
+        else:
+            from robocal.problem import load_problem
+
+            loaded, theta = load_problem(problem), None
+        analyses = run(loaded, theta, modes, measurements=measurement, kernel_of=kernel_of, within=within, threshold=threshold)
+    if plot is not None:
+        series = [SpectrumSeries(r.name, mode.label, r.identifiability.eigenvalues) for mode in analyses for r in mode.measurements]
+        plot_spectra(series, plot, threshold, title=f"{problem.name}: ordered eigenvalues of $J^T J$")
+    if as_json:
+        dicts = [a.to_dict() for a in analyses]
+        print(json.dumps(dicts[0] if len(dicts) == 1 else {"modes": dicts}, indent=2))
+        return
+    print_modes(analyses, out, f"the parameters of {result}" if result is not None else "nominal parameters")
+    if plot is not None:
+        out.print(f"wrote {plot}", markup=False, highlight=False)
+
+
+class Strategy(str, Enum):
+    greedy = "greedy"
+    detmax = "detmax"
+    random = "random"
+
+
+def design(
+    problem: Annotated[Path, typer.Argument(help="problem YAML whose measurement rows are the candidate samples")],
+    n: Annotated[int, typer.Option("--n", min=1, help="samples to choose")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/design"),
+    strategy: Annotated[Strategy, typer.Option("--strategy", help="greedy; detmax: DETMAX exchanges from the greedy design; random: the baseline")] = Strategy.detmax,
+    result: Annotated[Optional[Path], typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")] = None,
+    reference: Annotated[Optional[str], typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")] = None,
+    tips: Annotated[Optional[list[str]], typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    n_test: Annotated[int, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the test set and of the random strategy")] = 0,
+) -> None:
+    """Task D-optimal choice of calibration samples: writes selection.json and, per measurement,
+    its data file reduced to the chosen rows."""
+    import numpy as np
+
+    from robocal.analysis.task_uncertainty import Task
+    from robocal.design import choose, design_criterion, write_selection
+    from robocal.evaluation import load_stored
+    from robocal.outputs import moved, preflight, staged
+    from robocal.problem import load_problem
+    from robocal.provenance import input_files
+
+    preflight(out_dir, [problem])
+    with err.status("loading problem"):
+        if result is None:
+            loaded = load_problem(problem)
+            theta = loaded.theta0
+        else:
+            loaded, _, theta = load_stored(problem, result)
+    preflight(out_dir, input_files(loaded).values())
+    task = Task.default(loaded, reference, names(tips), n=n_test, seed=seed)
+    with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({n_test} test configurations)"):
+        criterion = design_criterion(loaded, np.asarray(theta), task)
+    if n > criterion.n_candidates:
+        raise RobocalError(f"--n {n}: the problem has only {criterion.n_candidates} candidate samples")
+    with err.status(f"{strategy.value}: choosing {n} of {criterion.n_candidates}"):
+        chosen = choose(criterion, n, strategy.value, seed)
+        baseline = criterion.random(n, seed)
+    with staged(out_dir) as stage:
+        files = moved(write_selection(loaded, chosen, stage), stage, out_dir)
+    out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {n_test} test configurations")
+    out.print(f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)")
+    out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
