@@ -44,9 +44,9 @@ def digest_work(engine, session_id, tmp_path):
 def test_migration_from_empty(db_url):
     engine = open_store(db_url, create=True)
     tables = set(sa.inspect(engine).get_table_names())
-    assert {"alembic_version", "blobs", "units", "sessions", "session_files", "jobs", "results", "audit"} <= tables
+    assert {"alembic_version", "blobs", "units", "sessions", "session_files", "jobs", "results", "audit", "stations", "tokens", "models"} <= tables
     with engine.connect() as c:
-        assert c.execute(sa.text("select version_num from alembic_version")).scalar_one() == "0002"
+        assert c.execute(sa.text("select version_num from alembic_version")).scalar_one() == "0003"
     open_store(db_url, create=True)  # upgrading a database at head changes nothing
     open_store(db_url)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -36,16 +36,54 @@ class Unit(Base):
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 
+class Station(Base):
+    """A calibration station on the line (service): it uploads sessions with its own tokens."""
+
+    __tablename__ = "stations"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Token(Base):
+    """An access token of the service, stored as the SHA-256 of its secret; scope station | engineer | admin."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64))
+    scope: Mapped[str] = mapped_column(String(16))
+    station_id: Mapped[int | None] = mapped_column(ForeignKey("stations.id"), nullable=True)  # station scope only
+    expires: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class FleetModel(Base):
+    """A robot model of the fleet (service): its nominal URDF and criteria, added to each session that names it."""
+
+    __tablename__ = "models"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    urdf: Mapped[str] = mapped_column(Text)
+    criteria: Mapped[str] = mapped_column(Text)  # criteria.yaml (robocal.fleet.criteria)
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
 class Session(Base):
-    """One recording of one unit: its problem file and data files, as found in the ingested folder."""
+    """One recording of one unit: its problem file and data files, as found in the ingested folder
+    or uploaded by a station (with the station, model, clock offset and idempotency key)."""
 
     __tablename__ = "sessions"
+    __table_args__ = (UniqueConstraint("station_id", "idempotency_key"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     unit_id: Mapped[int] = mapped_column(ForeignKey("units.id"))
     name: Mapped[str] = mapped_column(String(200))
     problem: Mapped[str] = mapped_column(String(500))  # relative path of the problem YAML among the files
     fingerprint: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 over the (path, sha256) list
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    station_id: Mapped[int | None] = mapped_column(ForeignKey("stations.id"), nullable=True)
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id"), nullable=True)
+    clock_offset: Mapped[float | None] = mapped_column(Float, nullable=True)  # s, station clock minus server clock
+    idempotency_key: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
 class SessionFile(Base):

@@ -33,24 +33,32 @@ def session_folders(folder: Path) -> list[Path]:
 def ingest_session(db: DbSession, folder: Path) -> Session | None:
     """Store one session folder; None when the same files are already stored."""
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return add_session(db, folder.name, files)
+
+
+def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: dict | None = None, **columns) -> Session | None:
+    """Store one session of unit `serial` (relative path -> bytes) and queue its job; None when the same
+    fingerprint is already stored. The fingerprint covers the (path, sha256) list and `context` (the
+    service's serial, station and model); `columns`: further Session columns (station_id, clock_offset...)."""
     hashes = {path: hashlib.sha256(content).hexdigest() for path, content in files.items()}
-    fingerprint = hashlib.sha256(json.dumps(sorted(hashes.items())).encode()).hexdigest()
+    identity = sorted(hashes.items()) if context is None else [sorted(hashes.items()), context]
+    fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     if db.scalar(select(Session.id).where(Session.fingerprint == fingerprint)) is not None:
         return None
-    unit = db.scalar(select(Unit).where(Unit.serial == folder.name))
+    unit = db.scalar(select(Unit).where(Unit.serial == serial))
     if unit is None:
-        unit = Unit(serial=folder.name)
+        unit = Unit(serial=serial)
         db.add(unit)
     for path, digest in hashes.items():
         if db.get(Blob, digest) is None:
             db.add(Blob(sha256=digest, size=len(files[path]), content=files[path]))
     db.flush()
-    session = Session(unit_id=unit.id, name=folder.name, problem=PROBLEM, fingerprint=fingerprint)
+    session = Session(unit_id=unit.id, name=serial, problem=PROBLEM, fingerprint=fingerprint, **columns)
     db.add(session)
     db.flush()
     db.add_all(SessionFile(session_id=session.id, path=path, sha256=digest) for path, digest in hashes.items())
     db.add(Job(session_id=session.id, status="queued", attempts=0))
-    db.add(AuditEntry(action="ingest", detail={"session": session.id, "unit": folder.name, "fingerprint": fingerprint, "files": hashes}))
+    db.add(AuditEntry(action="ingest", detail={"session": session.id, "unit": serial, "fingerprint": fingerprint, "files": hashes}))
     return session
 
 

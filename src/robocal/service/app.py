@@ -1,0 +1,90 @@
+"""The application factory: the fleet store, the REST API under /api/ (OpenAPI at /openapi.json),
+the dashboard at /, an upload size limit enforced before any body is read, and the job workers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from sqlalchemy import Engine, event
+
+from robocal.service import dashboard
+from robocal.service.routes import admin, results, sessions, units
+
+UPLOAD_PATH = "/api/sessions"
+
+
+@dataclass
+class Settings:
+    max_upload: int = 64 * 2**20  # bytes of one session upload (all its files, multipart framing included)
+    workers: int = 1  # job workers in this process (one on SQLite: a single writer)
+    clock: Callable[[], float] = time.time  # the server clock of /api/time (s since the epoch)
+    work: Callable | None = None  # the job code, (engine, session id) -> Result; None: the core's calibration
+
+
+class UploadLimit:
+    """ASGI middleware: a session upload must declare its Content-Length (411), at most max_upload (413)."""
+
+    def __init__(self, app, max_upload: int):
+        self.app, self.max_upload = app, max_upload
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == UPLOAD_PATH:
+            length = dict(scope["headers"]).get(b"content-length")
+            problem = None
+            if length is None:
+                problem = 411, "an upload must declare its Content-Length"
+            elif not length.isdigit():
+                problem = 400, "malformed Content-Length"
+            elif int(length) > self.max_upload:
+                problem = 413, f"upload of {int(length)} bytes exceeds the limit of {self.max_upload} bytes"
+            if problem is not None:
+                await JSONResponse({"detail": problem[1]}, status_code=problem[0], headers={"Connection": "close"})(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    """Readers beside the one writer (WAL), and writers wait for the lock instead of failing."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(connection, _record):
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+
+def create_app(engine: Engine, settings: Settings | None = None) -> FastAPI:
+    """The service over a migrated fleet store; its workers start and stop with the application."""
+    from robocal.service.worker import start_workers
+
+    settings = settings or Settings()
+    if engine.dialect.name == "sqlite":
+        _sqlite_pragmas(engine)
+        settings.workers = min(settings.workers, 1)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        stop = threading.Event()
+        threads = start_workers(engine, app.state.write_lock, stop, settings.workers, settings.work)
+        yield
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+
+    app = FastAPI(title="robocal calibration service", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    app.state.engine, app.state.settings = engine, settings
+    # SQLite has one writer: the service's writes take this lock; PostgreSQL locks rows instead
+    app.state.write_lock = threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+    for module in (admin, sessions, units, results):
+        app.include_router(module.router, prefix="/api")
+    app.include_router(dashboard.router)
+    app.add_middleware(UploadLimit, max_upload=settings.max_upload)
+    return app
+

@@ -1,0 +1,139 @@
+"""Access control and hostile input against the running service (SQLite and PostgreSQL): every
+request is answered with the right status code, and a refused request stores nothing."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from robocal.fleet.store import open_store
+
+PROBLEM = yaml.safe_dump({"robot": "robot.urdf", "measurements": [{"name": "tool", "type": "markers", "data": "markers.csv", "link": "tool"}]})
+INJECTIONS = ["'; DROP TABLE units; --", "x' OR '1'='1", 'a"; DELETE FROM sessions; --', "1; SELECT pg_sleep(5)--"]
+TABLES = ("units", "sessions", "session_files", "blobs", "jobs", "models", "stations", "tokens")
+
+
+def files(extra: bytes = b"", **more) -> list:
+    entries = {"problem.yaml": PROBLEM.encode(), "markers.csv": b"q1,x,y,z\n0,1,2,3\n" + extra} | more
+    return [("files", (name, content, "application/octet-stream")) for name, content in entries.items()]
+
+
+def upload(client, serial="U-1", key=None, data=None, parts=None):
+    headers = {} if key is None else {"Idempotency-Key": key}
+    return client.post("/api/sessions", data={"serial": serial, "model": "arm6"} | (data or {}), files=parts or files(), headers=headers)
+
+
+def counts(service) -> dict[str, int]:
+    engine = open_store(service.db)
+    with engine.connect() as c:
+        tally = {t: c.scalar(sa.text(f"SELECT count(*) FROM {t}")) for t in TABLES}
+    engine.dispose()
+    return tally
+
+
+def test_tokens_and_scopes(service):
+    bad = ["rc1_" + "A" * 43, "garbage", service.tokens["admin"][:-1] + ("B" if service.tokens["admin"][-1] != "B" else "C")]
+    with service.client(None) as anonymous:
+        assert anonymous.get("/api/units").status_code == 401
+        assert upload(anonymous).status_code == 401
+        for token in bad:
+            assert anonymous.get("/api/units", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+        assert anonymous.get("/openapi.json").json()["paths"]["/api/sessions"]["post"]
+    with service.client("expired") as expired:
+        answer = expired.get("/api/units")
+        assert answer.status_code == 401 and answer.json()["detail"] == "token expired"
+    with service.client("station-a") as station, service.client("engineer") as engineer:
+        assert station.get("/api/stations").status_code == 403
+        assert station.post("/api/models", json={"name": "m", "urdf": "<robot/>"}).status_code == 403
+        assert engineer.post("/api/tokens", json={"scope": "admin"}).status_code == 403
+        assert engineer.post("/api/models", json={"name": "m", "urdf": "<robot/>"}).status_code == 403
+        assert upload(engineer).status_code == 403  # only stations record sessions
+    assert counts(service)["sessions"] == 0
+
+
+def test_station_reads_and_writes_only_its_own(service):
+    with service.client("station-a") as a, service.client("station-b") as b, service.client("engineer") as engineer:
+        created = upload(a, "U-A")
+        assert created.status_code == 201, created.text
+        session = created.json()["session"]
+        before = counts(service)
+        assert upload(b, "U-B", data={"station": "station-a"}).status_code == 403
+        assert counts(service) == before
+        assert [u["serial"] for u in b.get("/api/units").json()] == []
+        for path in ("/api/units/U-A", f"/api/sessions/{session}", f"/api/results/{session}", f"/api/results/{session}/urdf", f"/api/results/{session}/report"):
+            assert b.get(path).status_code == 404, path
+        assert b.get("/api/sessions").json() == [] and b.get("/api/jobs").json() == []
+        assert b.post(f"/api/sessions/{session}/rerun").status_code == 403
+        assert [u["serial"] for u in a.get("/api/units").json()] == ["U-A"]
+        assert a.get(f"/api/sessions/{session}").json()["station"] == "station-a"
+        assert [u["serial"] for u in engineer.get("/api/units").json()] == ["U-A"]
+
+
+def test_idempotency_key(service):
+    key = str(uuid.uuid4())
+    with service.client("station-a") as a, service.client("station-b") as b:
+        first, again = upload(a, key=key), upload(a, key=key)
+        assert (first.status_code, again.status_code) == (201, 200)
+        assert again.json() == first.json() | {"replayed": True}
+        assert upload(a, key=key, parts=files(b"4,5,6,7\n")).status_code == 409  # the key names another upload
+        assert upload(b, "U-2", key=key).status_code == 201  # keys are per station
+    assert counts(service)["sessions"] == 2
+
+
+@pytest.mark.parametrize("name", ["../evil.csv", "../../etc/passwd", "/etc/passwd", "sub/markers.csv", "..\\evil.csv", ".hidden", "robot.urdf", "criteria.yaml"])
+def test_file_names(service, name):
+    before = counts(service)
+    with service.client("station-a") as a:
+        answer = upload(a, parts=files(**{name: b"x"}))
+        assert answer.status_code == 422, (name, answer.text)
+        traversal = yaml.safe_dump({"robot": "robot.urdf", "measurements": [{"name": "t", "data": name}]}).encode()
+        assert upload(a, parts=files(**{"problem.yaml": traversal})).status_code == 422
+    assert counts(service) == before
+
+
+def test_oversized_and_malformed_uploads(service):
+    before = counts(service)
+    with service.client("station-a") as a:
+        assert upload(a, parts=files(b"0" * 2**20)).status_code == 413  # the service's limit: 1 MiB
+        garbage = a.post("/api/sessions", content=b"--x\r\nnot a part", headers={"Content-Type": "multipart/form-data; boundary=x"})
+        assert garbage.status_code in (400, 422), garbage.text
+        chunked = a.post("/api/sessions", content=iter([b"--x\r\n"]), headers={"Content-Type": "multipart/form-data; boundary=x"})
+        assert chunked.status_code == 411
+        assert a.post("/api/sessions", data={"serial": "U-1", "model": "arm6"}).status_code == 422  # no files
+        cases = {
+            "no problem": [("files", ("markers.csv", b"1,2,3", "text/csv"))],
+            "problem not YAML": files(**{"problem.yaml": b"robot: [unclosed"}),
+            "problem not UTF-8": files(**{"problem.yaml": b"\xff\xfe\x00"}),
+            "problem a list": files(**{"problem.yaml": b"- 1\n- 2\n"}),
+            "other robot": files(**{"problem.yaml": PROBLEM.replace("robot.urdf", "/etc/passwd").encode()}),
+            "data missing": files(**{"problem.yaml": PROBLEM.replace("markers.csv", "other.csv").encode()}),
+            "too many files": files(**{f"f{k}.csv": b"" for k in range(40)}),
+        }
+        for case, parts in cases.items():
+            assert upload(a, parts=parts).status_code == 422, case
+        for offset in ("nan", "inf", "1e9", "soon"):
+            assert upload(a, data={"clock_offset": offset}).status_code == 422, offset
+        assert upload(a, data={"model": "no-such-model"}).status_code == 422
+    assert counts(service) == before
+
+
+def test_sql_injection_in_every_text_field(service):
+    before = counts(service)
+    with service.client("station-a") as a, service.client("admin") as admin, service.client("engineer") as engineer:
+        for text in INJECTIONS:
+            assert upload(a, serial=text).status_code == 422
+            assert upload(a, data={"model": text}).status_code == 422
+            assert upload(a, data={"station": text}).status_code == 403
+            assert upload(a, key=text).status_code == 422
+            assert upload(a, parts=files(**{text: b"x"})).status_code == 422
+            assert admin.post("/api/models", json={"name": text, "urdf": "<robot/>"}).status_code == 422
+            assert admin.post("/api/tokens", json={"scope": text}).status_code == 422
+            assert admin.post("/api/tokens", json={"scope": "station", "station": text}).status_code == 422
+            assert admin.put(f"/api/models/{text}/criteria", json={"criteria": ""}).status_code in (404, 422)
+            assert engineer.get("/api/units/" + text).status_code in (404, 422)
+            assert engineer.get("/api/jobs", params={"status": text}).status_code == 422
+            assert engineer.get("/api/units", headers={"Authorization": f"Bearer {text}"}).status_code == 401
+    assert counts(service) == before  # every table there, nothing added
