@@ -18,6 +18,7 @@ import numpy as np
 
 from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
+from robocal.analysis.verdict import MISFIT, Verdict, judge
 from robocal.analysis.observability import scaled_condition_number
 from robocal.measurements.base import ClosedForm, Measurement, point_groups, summarize
 from robocal.problem import Problem
@@ -79,9 +80,14 @@ class Calibration:
         residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(self.problem.measurements, self.solution.masks))
         fit = self.solution.cost / max(residuals, 1)
         out = {"reference": task.reference, "tips": list(task.tips), "n": task.n, "seed": task.seed, "unit": "m", "predicted": predicted, "fit_per_residual": fit}
-        if fit > 4.0:
+        if fit > MISFIT:
             out["warning"] = f"the residuals are {np.sqrt(fit):.1f} times the declared sigmas: the model does not fit the data, and this prediction (parameter uncertainty only) understates the task error"
         return out
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """Whether to trust this calibration (robocal.analysis.verdict), with the problem's thresholds."""
+        return judge(self, self.problem.config.verdict)
 
     def report(self) -> dict:
         s = self.solution
@@ -100,10 +106,8 @@ class Calibration:
             },
             "rejected": self.rejected(),
             "task": self.task_prediction,
+            "verdict": self.verdict.to_dict(),
         }
-
-
-MISFIT = 4.0  # mean squared whitened residual above which a model does not explain its data
 
 
 def fit_per_residual(measurement: Measurement, data, theta, keep: np.ndarray) -> float:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, model_validator
 
+from robocal.analysis.verdict import VerdictConfig
 from robocal.geometry.links import GeometryConfig
 from robocal.kinematics.model import Mode
 from robocal.measurements.registry import config_classes
@@ -103,6 +104,7 @@ class ProblemConfig(Strict):
     geometry: GeometryConfig = Field(default_factory=GeometryConfig)
     solver: SolverConfig = Field(default_factory=SolverConfig)
     task: TaskConfig | None = None
+    verdict: VerdictConfig = Field(default_factory=VerdictConfig, description="thresholds of the verdict (robocal.analysis.verdict, docs/trust.md)")
     measurements: list[MeasurementConfig] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -1,0 +1,189 @@
+"""Whether to trust a calibration: a verdict (ok / warning / fail) from a list of findings.
+
+Every finding has a code (stable, for scripts and the fleet platform), a level, one plain sentence
+and its evidence (numbers in SI units). The verdict's level is the worst of its findings' levels;
+`ok` when there is none. `judge(calibration, thresholds)` needs no solve beyond the calibration's
+own; a cross-validation (robocal.analysis.crossval) adds its findings through `crossval_findings`.
+
+Findings and their levels (thresholds: `VerdictConfig`, the problem file's `verdict:` key):
+
+- fail `iteration_limit`: the solver stopped at solver.max_iterations; `stalled`: it stopped
+  before the limit without meeting its tolerance. The estimate is where it stopped.
+- fail `too_few_residuals`: no more residuals than parameters: the model fits any data exactly.
+- fail `implausible_size`: a robot parameter moved more than `max_translation` / `max_rotation`
+  from nominal, a size no machined or assembled part is off by.
+- warning `rank_deficient`: directions of the parameters the data do not change along; only the
+  priors hold them, the calibration says nothing about them.
+- warning `held_at_nominal`: `parameters.select: identifiable` fixed parameters at nominal.
+- warning `beyond_prior`: a parameter moved more than `prior_sigmas` prior sigmas from nominal:
+  the data and the prior disagree (a too tight prior, or a model or data error).
+- warning `no_prior_weak`: a parameter without a prior is weakly determined by the data alone
+  (posterior std above `weak_translation` / `weak_rotation`, or undetermined): noise moves it freely.
+- warning `misfit`: a measurement's residuals exceed `misfit` times the declared variance
+  (model error or a sigma set too small); `small_residuals`: below `small_residuals` times it
+  (a sigma set too large: every uncertainty is overstated).
+- cross-validation (`crossval_findings`): fail `crossval_worse_than_nominal` (held-out errors of
+  the calibrated model above those of the nominal one), warning `crossval_overfit` (held-out rms
+  above `crossval_ratio` times the training rms).
+
+Default thresholds and their reasoning are the field descriptions of `VerdictConfig`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import Field
+
+from robocal.validation import Positive, Strict
+
+if TYPE_CHECKING:
+    from robocal.analysis.crossval import CrossValidation
+    from robocal.calibration import Calibration
+
+Level = Literal["ok", "warning", "fail"]
+LEVELS = ("ok", "warning", "fail")
+MISFIT = 4.0  # mean squared whitened residual above which a model does not explain its data
+
+
+class VerdictConfig(Strict):
+    """Thresholds of the verdict (problem file key `verdict:`); SI units."""
+
+    prior_sigmas: Positive = Field(5.0, description="a parameter more than this many prior sigmas from nominal: the data contradict the prior "
+                                   "(a Gaussian deviation beyond 5 sigma has odds below 1 in 3 million)")
+    max_translation: Positive = Field(0.05, description="m; a robot length error above 50 mm is a wrong model or a fit gone astray, not a manufacturing error")
+    max_rotation: Positive = Field(float(np.radians(10.0)), description="rad; an angle error above 10 deg likewise")
+    weak_translation: Positive = Field(0.005, description="m; a parameter without a prior whose posterior std exceeds 5 mm is not determined "
+                                       "by the data at the size of real kinematic errors (millimetres)")
+    weak_rotation: Positive = Field(float(np.radians(1.0)), description="rad; likewise 1 deg")
+    misfit: Positive = Field(MISFIT, description="mean squared whitened residual above 4 (residuals twice the declared sigma): the model "
+                             "does not explain the data")
+    small_residuals: Positive = Field(0.25, description="mean squared whitened residual below 0.25 (half the declared sigma): the sigma is "
+                                      "set too large and every reported uncertainty is overstated")
+    crossval_ratio: Positive = Field(2.0, description="held-out rms over training rms; about sqrt((1 + p/N) / (1 - p/N)) for p parameters and "
+                                     "N residuals, so 2 means the parameters absorb well over half the data")
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    level: Level
+    sentence: str
+    evidence: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def level(self) -> Level:
+        return max((f.level for f in self.findings), key=LEVELS.index, default="ok")
+
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    def with_findings(self, findings: list[Finding]) -> Verdict:
+        return Verdict(self.findings + tuple(findings))
+
+    def to_dict(self) -> dict:
+        """report.json `verdict`: level and findings (code, level, sentence, evidence)."""
+        return {"level": self.level, "findings": [asdict(f) for f in self.findings]}
+
+    def at_least(self, level: Level) -> bool:
+        """Whether the verdict is `level` or worse (--fail-on)."""
+        return LEVELS.index(self.level) >= LEVELS.index(level)
+
+
+def _names(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _length(value: float, unit: str) -> str:
+    """mm or deg for reading."""
+    return f"{value * 1e3:.3g} mm" if unit == "m" else f"{np.degrees(value):.3g} deg" if unit == "rad" else f"{value:.3g} {unit}"
+
+
+def solver_findings(cal: Calibration) -> list[Finding]:
+    s, limit = cal.solution, cal.problem.config.solver.max_iterations
+    evidence = {"iterations": s.iterations, "max_iterations": limit, "cost": s.cost}
+    out = []
+    if not s.converged and s.iterations >= limit:
+        out.append(Finding("iteration_limit", "fail", f"the solver stopped after {s.iterations} iterations without converging (solver.max_iterations, "
+                           "solver.tolerance): the estimate is where it stopped, not a calibration", evidence))
+    elif not s.converged:
+        out.append(Finding("stalled", "fail", f"the solver stalled after {s.iterations} iterations without converging: the estimate is where it stopped, not a calibration", evidence))
+    residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(cal.problem.measurements, s.masks))
+    n = cal.identifiability.n_parameters
+    if residuals <= n:
+        out.append(Finding("too_few_residuals", "fail", f"{residuals} measured residuals for {n} parameters: the model can fit these data exactly "
+                           "whatever the robot, so the 'removed' figures say nothing; record more samples", {"residuals": residuals, "parameters": n}))
+    return out
+
+
+def identifiability_findings(cal: Calibration) -> list[Finding]:
+    ident, out = cal.identifiability, []
+    if ident.kernel:
+        involved = sorted({name for direction in ident.kernel for name in direction}, key=cal.problem.layout.names.index)
+        out.append(Finding("rank_deficient", "warning", f"the data do not determine {len(ident.kernel)} direction(s) of the parameters, involving "
+                           f"{len(involved)} parameters ({_names(involved)}): only the priors hold them, this calibration says nothing about them",
+                           {"rank": ident.rank, "n_parameters": ident.n_parameters, "directions": ident.kernel, "parameters": involved}))
+    held = list(cal.problem.unidentifiable)
+    if held:
+        total = len(held) + ident.n_parameters
+        out.append(Finding("held_at_nominal", "warning", f"{len(held)} of {total} parameters held at nominal as not identifiable from these data "
+                           f"(parameters.select: identifiable): {_names(held)}; their errors stay in the robot", {"parameters": held, "n_parameters": total}))
+    return out
+
+
+def parameter_findings(cal: Calibration, cfg: VerdictConfig) -> list[Finding]:
+    """Sizes of the parameter changes (robot model only for plausibility) and their determination."""
+    model = cal.problem.model_parameters()
+    implausible, beyond, weak = [], [], []
+    for p, is_model in zip(cal.parameters(), model):
+        change, sigma, std = p["estimate"] - p["nominal"], p["prior_sigma"], p["std"]
+        limit = {"m": cfg.max_translation, "rad": cfg.max_rotation}.get(p["unit"])
+        if is_model and limit is not None and abs(change) > limit:
+            implausible.append({"name": p["name"], "change": change, "unit": p["unit"], "limit": limit})
+        if sigma is not None and abs(change) > cfg.prior_sigmas * sigma:
+            beyond.append({"name": p["name"], "change": change, "unit": p["unit"], "prior_sigma": sigma, "sigmas": abs(change) / sigma})
+        weak_limit = {"m": cfg.weak_translation, "rad": cfg.weak_rotation}.get(p["unit"])
+        if is_model and sigma is None and weak_limit is not None and (std is None or std > weak_limit):
+            weak.append({"name": p["name"], "std": std, "unit": p["unit"]})
+    out = []
+    if implausible:
+        worst = max(implausible, key=lambda e: abs(e["change"]) / e["limit"])
+        out.append(Finding("implausible_size", "fail", f"{len(implausible)} robot parameters moved beyond a plausible size ({_names([e['name'] for e in implausible])}; "
+                           f"{worst['name']} by {_length(worst['change'], worst['unit'])}): the fit has gone astray or the model is wrong", {"parameters": implausible}))
+    if beyond:
+        worst = max(beyond, key=lambda e: e["sigmas"])
+        out.append(Finding("beyond_prior", "warning", f"{len(beyond)} parameters moved more than {cfg.prior_sigmas:g} prior sigmas from nominal "
+                           f"({_names([e['name'] for e in beyond])}; {worst['name']} by {worst['sigmas']:.1f} sigma): the data contradict the prior "
+                           "(a prior set too tight, or a model or data error)", {"parameters": beyond}))
+    if weak:
+        out.append(Finding("no_prior_weak", "warning", f"{len(weak)} robot parameters have no prior and the data alone leave them uncertain "
+                           f"({_names([e['name'] for e in weak])}): noise moves them freely; give them a prior (priors:)", {"parameters": weak}))
+    return out
+
+
+def residual_findings(cal: Calibration, cfg: VerdictConfig) -> list[Finding]:
+    out = []
+    for m in cal.metrics:
+        fit = m["fit_per_residual"]
+        evidence = {"measurement": m["name"], "fit_per_residual": fit, "rms_over_sigma": float(np.sqrt(fit))}
+        if fit > cfg.misfit:
+            out.append(Finding("misfit", "warning", f"{m['name']}: the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma: it does not explain "
+                               "these data (model error such as joint backlash or elasticity, or a sigma set too small)", evidence))
+        elif fit < cfg.small_residuals:
+            out.append(Finding("small_residuals", "warning", f"{m['name']}: the residuals are {np.sqrt(fit):.2f} times the declared sigma: the sigma is set too large, "
+                               "and every reported uncertainty is overstated", evidence))
+    return out
+
+
+def judge(cal: Calibration, cfg: VerdictConfig | None = None) -> Verdict:
+    """The verdict on a calibration from what it already holds (no further solve)."""
+    cfg = cfg or VerdictConfig()
+    return Verdict(tuple(solver_findings(cal) + identifiability_findings(cal) + parameter_findings(cal, cfg) + residual_findings(cal, cfg)))

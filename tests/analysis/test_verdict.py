@@ -1,0 +1,96 @@
+"""The verdict on small simulated calibrations (robocal.analysis.verdict), each built to produce
+its findings; the figures are checked against what the simulation put in.
+
+The arm (examples/fleet/arm_6r.urdf) has six revolute joints and a fixed tool mount; with `full`
+joints it has 7 x 6 = 42 parameters. Three markers on the tool give its full pose, so (Everett and
+Hollerbach's count) 4 per revolute joint + 6 = 30 of them are identifiable: 12 directions are not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from robocal.analysis.verdict import Finding, Verdict, VerdictConfig, judge
+from robocal.calibration import calibrate
+from robocal.errors import InputError
+from robocal.problem import load_problem
+
+from tests.analysis.verdict_problems import NOISE, write_problem
+
+PARAMETERS, IDENTIFIABLE = 42, 30
+NO_PRIORS = {"translation": None, "rotation": None, "joint_offset": None}
+
+
+def run(tmp_path, **kwargs):
+    return calibrate(load_problem(write_problem(tmp_path, **kwargs)))
+
+
+def by_code(verdict: Verdict) -> dict[str, Finding]:
+    return {f.code: f for f in verdict.findings}
+
+
+def test_level_is_the_worst_finding():
+    assert Verdict().level == "ok" and Verdict().to_dict() == {"level": "ok", "findings": []}
+    warning, fail = Finding("a", "warning", "w"), Finding("b", "fail", "f")
+    assert Verdict((warning,)).level == "warning" and Verdict((warning, fail)).level == "fail"
+    assert Verdict((warning,)).at_least("warning") and not Verdict((warning,)).at_least("fail") and Verdict().at_least("ok")
+    assert Verdict((warning,)).with_findings([fail]).codes() == ["a", "b"]
+
+
+def test_clean_calibration_is_ok(tmp_path):
+    cal = run(tmp_path, true_offsets=np.full(6, 5e-4))
+    assert cal.report()["verdict"] == {"level": "ok", "findings": []}
+
+
+def test_sizes_and_residuals(tmp_path):
+    """shoulder_pan's true offset is 0.3 rad (17 deg, 30 prior sigmas of 0.01 rad); the marker
+    noise of `loud` is ten times its declared sigma, that of `quiet` a hundredth."""
+    cal = run(tmp_path, true_offsets=[0.3, 0, 0, 0, 0, 0], bodies={"loud": (10 * NOISE, NOISE), "quiet": (0.1 * NOISE, 10 * NOISE)})
+    found = by_code(cal.verdict)
+    assert cal.verdict.level == "fail" and set(found) == {"implausible_size", "beyond_prior", "misfit", "small_residuals"}
+    (moved,) = found["implausible_size"].evidence["parameters"]
+    assert moved["name"] == "shoulder_pan.offset" and moved["change"] == pytest.approx(0.3, abs=1e-3)
+    assert "17.2 deg" in found["implausible_size"].sentence
+    (beyond,) = found["beyond_prior"].evidence["parameters"]
+    assert beyond["sigmas"] == pytest.approx(30.0, rel=0.01)
+    # 180 residuals of `loud`, 6 parameters: rms / sigma = 10 sqrt(1 - 6/180), chi-square spread ~5 %
+    assert found["misfit"].evidence["measurement"] == "loud"
+    assert found["misfit"].evidence["rms_over_sigma"] == pytest.approx(10 * np.sqrt(1 - 6 / 180), rel=0.15)
+    assert found["small_residuals"].evidence["measurement"] == "quiet" and found["small_residuals"].evidence["rms_over_sigma"] < 0.5
+    # the thresholds decide: a 20 deg limit and a looser prior bound accept the same estimate
+    relaxed = judge(cal, VerdictConfig(max_rotation=np.radians(20), prior_sigmas=40, misfit=200, small_residuals=1e-3))
+    assert relaxed.level == "ok"
+
+
+def test_iteration_limit(tmp_path):
+    cal = run(tmp_path, true_offsets=np.full(6, 5e-3), solver={"max_iterations": 1})
+    finding = by_code(cal.verdict)["iteration_limit"]  # beside it: the misfit of where it stopped
+    assert (cal.verdict.level, finding.level, finding.evidence["iterations"]) == ("fail", "fail", 1)
+
+
+def test_no_prior_and_too_few_rows(tmp_path):
+    """Four postures (36 residuals) for 42 parameters without priors: four tool poses are 24
+    independent numbers, so 42 - 24 = 18 directions are undetermined."""
+    cal = run(tmp_path, postures=4, parameters={"default": "full"}, priors=NO_PRIORS, true_offsets=np.full(6, 1e-3))
+    found = by_code(cal.verdict)
+    assert cal.verdict.level == "fail" and {"too_few_residuals", "rank_deficient", "no_prior_weak"} <= set(found)
+    assert found["too_few_residuals"].evidence == {"residuals": 36, "parameters": PARAMETERS}
+    assert len(found["rank_deficient"].evidence["directions"]) == PARAMETERS - 4 * 6
+    weak = {e["name"] for e in found["no_prior_weak"].evidence["parameters"]}
+    assert set(found["rank_deficient"].evidence["parameters"]) <= weak  # undetermined: no std at all
+
+
+def test_held_at_nominal(tmp_path):
+    cal = run(tmp_path, parameters={"default": "full", "select": "identifiable"}, true_offsets=np.full(6, 5e-4))
+    found = by_code(cal.verdict)
+    assert set(found) == {"held_at_nominal"} and cal.verdict.level == "warning"
+    assert found["held_at_nominal"].evidence["n_parameters"] == PARAMETERS
+    assert len(found["held_at_nominal"].evidence["parameters"]) == PARAMETERS - IDENTIFIABLE
+    assert f"{PARAMETERS - IDENTIFIABLE} of {PARAMETERS} parameters held at nominal" in found["held_at_nominal"].sentence
+
+
+def test_thresholds_are_validated(tmp_path):
+    path = write_problem(tmp_path, postures=2, verdict={"prior_sigmas": -1})
+    with pytest.raises(InputError, match="verdict.prior_sigmas"):
+        load_problem(path)
