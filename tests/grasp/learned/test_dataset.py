@@ -6,15 +6,7 @@ import pytest
 from robocal.errors import InputError
 from robocal.grasp.learned import dataset
 
-CONFIG = dataset.DatasetConfig(seed=3, objects=6, power=1, precision=1, samples=10, grid=16)
-
-
-@pytest.fixture(scope="session")
-def tiny_dataset(tmp_path_factory):
-    """Six procedural objects, one power and one precision grasp each, 10 samples per grasp."""
-    out = tmp_path_factory.mktemp("dataset")
-    dataset.generate(CONFIG, out, workers=1)
-    return out
+from .conftest import TINY as CONFIG
 
 
 def test_generation_is_reproducible_from_the_seed_and_resumable(tiny_dataset, tmp_path):

@@ -1,0 +1,240 @@
+"""Training the learned controller's networks (seed paper 002, Sec. IV and V-A) with optax.
+
+`train(config, data, out)` fits one network on the `train` split of a dataset folder
+(`dataset.load`) and measures the `val` split every `eval_every` steps:
+
+- estimator: inputs (q_grasp, q_init, q_d, tau_m) and the voxels, target the applied wrench w,
+  loss the minimal-wrench loss (`losses.estimator_loss`, quantile t) or, for the ablation,
+  plain L2 on the wrench (`loss="l2"`);
+- predictor: inputs (q_grasp, q_init, w') and the voxels, target the teacher's torques tau'
+  (L2).
+
+Inputs are standardized and outputs scaled by the training set's statistics (`Scaled`, kept
+with the weights). The baseline every curve is compared with is the best constant: the
+training mean (for the minimal-wrench loss: the mean wrench with the t-quantile of the scales).
+Adam (learning rate 3e-4, the paper's) on minibatches drawn with `jax.random.fold_in(key,
+step)`, so a run resumed from its checkpoint (`checkpoint.eqx` + `state.json`, written every
+`checkpoint_every` steps and at the end) takes the same steps as one that never stopped.
+`curves.html` shows the training and validation losses against the constant baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from pydantic import BaseModel, ConfigDict, Field
+
+from robocal.errors import InputError
+from robocal.grasp.learned import losses, networks
+
+CHECKPOINT, STATE, CURVES = "checkpoint.eqx", "state.json", "curves.html"
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    network: Literal["estimator", "predictor"] = "estimator"
+    loss: Literal["minimal_wrench", "l2"] = "minimal_wrench"  # estimator only
+    quantile: float = Field(losses.QUANTILE, gt=0.0, lt=1.0)  # t of the scale loss
+    steps: int = Field(20000, ge=1)
+    batch: int = Field(64, ge=1)
+    learning_rate: float = Field(3e-4, gt=0.0)
+    width: int = Field(networks.WIDTH, ge=4)
+    channels: tuple[int, int, int, int] = networks.CHANNELS
+    seed: int = 0
+    eval_every: int = Field(200, ge=1)
+    checkpoint_every: int = Field(1000, ge=1)
+
+
+class Scaled(eqx.Module):
+    """A GraspNetwork with standardized inputs and scaled outputs (statistics of the training set)."""
+
+    net: networks.GraspNetwork
+    x_mean: jnp.ndarray
+    x_std: jnp.ndarray
+    y_mean: jnp.ndarray
+    y_std: jnp.ndarray
+
+    def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
+        """Object features (F,) of a grid (G, G, G)."""
+        return self.net.encode(voxels)
+
+    def head(self, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+        """Output in SI units (n_outputs,) from features (F,) and raw inputs (n_inputs,)."""
+        return self.net.head(features, (inputs - self.x_mean) / self.x_std) * self.y_std + self.y_mean
+
+    def __call__(self, voxels: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+        return self.head(self.encode(voxels), inputs)
+
+
+def arrays(data: dict[str, np.ndarray], network: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(voxels (K, G, G, G), grasp row per sample (S,), inputs (S, n), targets (S, m)) of one split."""
+    g = data["grasp"]
+    if network == "estimator":
+        inputs = np.hstack([data["q_grasp"][g], data["q_init"][g], data["q_d"], data["tau_m"]])
+        return data["voxels"], g, inputs, data["wrench"]
+    inputs = np.hstack([data["q_grasp"][g], data["q_init"][g], data["wrench_cmd"]])
+    return data["voxels"], g, inputs, data["tau_cmd"]
+
+
+def new_network(config: TrainConfig, grid: int, inputs: np.ndarray, targets: np.ndarray) -> Scaled:
+    """A freshly initialized network (seeded) with the statistics of the training inputs (S, n)
+    and targets (S, m)."""
+    key = jax.random.PRNGKey(config.seed)
+    n_joints = targets.shape[1] if config.network == "predictor" else inputs.shape[1] // 4
+    make = networks.estimator_network if config.network == "estimator" else networks.predictor_network
+    net = make(grid, n_joints, key, channels=config.channels, width=config.width)
+    x_std = np.where(inputs.std(axis=0) > 1e-9, inputs.std(axis=0), 1.0)
+    y_mean, y_std = targets.mean(axis=0), np.where(targets.std(axis=0) > 1e-9, targets.std(axis=0), 1.0)
+    if config.network == "estimator":  # the seventh output is the scale (N) before its softplus
+        y_mean = np.r_[y_mean, 0.0]
+        y_std = np.r_[y_std, np.mean(losses.ground_truth_scale(jnp.asarray(targets)))]
+    return Scaled(net, jnp.asarray(inputs.mean(axis=0)), jnp.asarray(x_std), jnp.asarray(y_mean), jnp.asarray(y_std))
+
+
+def loss_of(config: TrainConfig) -> Callable:
+    """Batch loss (outputs (B, m'), targets (B, m)) -> scalar; the same function for the same
+    settings, so that jitted code is reused across runs in one process."""
+    return _loss(config.network, config.loss, config.quantile)
+
+
+@cache
+def _loss(network: str, kind: str, quantile: float) -> Callable:
+    if network == "predictor":
+        return losses.l2_loss
+    if kind == "l2":
+        return lambda out, target: losses.l2_loss(networks.split_estimate(out)[0], target)
+    return lambda out, target: losses.estimator_loss(*networks.split_estimate(out), target, quantile)
+
+
+def constant_loss(config: TrainConfig, train_targets: np.ndarray, targets: np.ndarray) -> float:
+    """The loss on `targets` of the best constant output fitted to the training targets."""
+    mean = jnp.asarray(train_targets.mean(axis=0))
+    out = jnp.broadcast_to(mean, targets.shape)
+    if config.network == "estimator":
+        scale = np.quantile(np.linalg.norm(train_targets[:, :3], axis=1), config.quantile)
+        raw = np.log(np.expm1(max(scale, 1e-6)))  # softplus^-1
+        out = jnp.hstack([out, jnp.full((len(targets), 1), raw)])
+    return float(loss_of(config)(out, jnp.asarray(targets)))
+
+
+def batch_loss(model: Scaled, loss: Callable, voxels, rows, inputs, targets) -> jnp.ndarray:
+    """Loss of a batch: grids (K, G, G, G), grid row per sample (B,), inputs (B, n), targets (B, m)."""
+    features = jax.vmap(model.encode)(voxels)
+    return loss(jax.vmap(model.head)(features[rows], inputs), targets)
+
+
+def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> float:
+    """Mean loss over a whole split (voxels, rows, inputs, targets), in chunks of samples."""
+    voxels, rows, inputs, targets = split
+    voxels, total = jnp.asarray(voxels, dtype=float), 0.0
+    for start in range(0, len(rows), chunk):
+        part = slice(start, start + chunk)
+        total += float(_eval_loss(model, loss, voxels, rows[part], inputs[part], targets[part])) * len(rows[part])
+    return total / len(rows)
+
+
+_eval_loss = eqx.filter_jit(batch_loss)
+
+
+@cache
+def _step_fn(loss: Callable, learning_rate: float) -> tuple[optax.GradientTransformation, Callable]:
+    """Adam and its jitted training step (kept per loss and rate: compiled once per process)."""
+    optimizer = optax.adam(learning_rate)
+
+    @eqx.filter_jit
+    def step(model, state, voxels, rows, inputs, targets):
+        value, grads = eqx.filter_value_and_grad(batch_loss)(model, loss, voxels, rows, inputs, targets)
+        updates, state = optimizer.update(grads, state, eqx.filter(model, eqx.is_array))
+        return eqx.apply_updates(model, updates), state, value
+
+    return optimizer, step
+
+
+def _load(out: Path, config: TrainConfig, like: tuple) -> tuple[tuple, dict] | None:
+    """The checkpoint (model, optimizer state) and state of an earlier run of `config`, if any."""
+    state_file = Path(out) / STATE
+    if not state_file.exists():
+        return None
+    state = json.loads(state_file.read_text())
+    if state["config"] != config.model_dump(mode="json"):
+        raise InputError(state_file, "the folder holds a training run of another configuration; give a new --out or the same options")
+    return eqx.tree_deserialise_leaves(Path(out) / CHECKPOINT, like), state
+
+
+def _save(out: Path, model_state: tuple, state: dict) -> None:
+    """Checkpoint and state, each written aside and renamed into place."""
+    out.mkdir(parents=True, exist_ok=True)
+    eqx.tree_serialise_leaves(out / f".{CHECKPOINT}.partial", model_state)
+    os.replace(out / f".{CHECKPOINT}.partial", out / CHECKPOINT)
+    (out / f".{STATE}.partial").write_text(json.dumps(state, indent=1))
+    os.replace(out / f".{STATE}.partial", out / STATE)
+
+
+def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Train (or resume) one network; returns the state: config, step, curves (step, mean
+    training loss since the last point (None at step 0), validation loss) and the constant
+    baseline's validation loss."""
+    from robocal.grasp.learned.dataset import load
+
+    out = Path(out)
+    train_split = arrays(load(data, "train"), config.network)
+    val_split = arrays(load(data, "val"), config.network)
+    grid = train_split[0].shape[1]
+    loss = loss_of(config)
+    optimizer, step_fn = _step_fn(loss, config.learning_rate)
+    model = new_network(config, grid, train_split[2], train_split[3])
+    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
+    loaded = _load(out, config, (model, opt_state))
+    if loaded is None:
+        constant = constant_loss(config, train_split[3], val_split[3])
+        state = {"config": config.model_dump(mode="json"), "grid": grid, "step": 0, "curves": [[0, None, evaluate(model, loss, val_split)]], "constant_val_loss": constant}
+    else:
+        (model, opt_state), state = loaded
+    key = jax.random.PRNGKey(config.seed + 1)
+    voxels, rows, inputs, targets = (np.asarray(a) for a in train_split)
+    recent: list[float] = []
+    for step in range(state["step"] + 1, config.steps + 1):
+        pick = np.asarray(jax.random.randint(jax.random.fold_in(key, step), (config.batch,), 0, len(rows)))
+        batch = (jnp.asarray(voxels[rows[pick]], dtype=float), jnp.arange(config.batch), jnp.asarray(inputs[pick]), jnp.asarray(targets[pick]))
+        model, opt_state, value = step_fn(model, opt_state, *batch)  # one grid per sample: fixed shapes
+        recent.append(float(value))
+        if step % config.eval_every == 0 or step == config.steps:
+            state["curves"].append([step, float(np.mean(recent)), evaluate(model, loss, val_split)])
+            recent = []
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            state["step"] = step
+            _save(out, (model, opt_state), state)
+            write_curves(out / CURVES, state)
+        if progress:
+            progress(step, config.steps)
+    return state
+
+
+def write_curves(path: Path, state: dict) -> None:
+    """The learning curves as a self-contained HTML page."""
+    from matplotlib.figure import Figure
+
+    from robocal.report.html import figure_html, table_html, write_page
+
+    curves = np.array(state["curves"], dtype=float).reshape(-1, 3)  # the training loss of step 0 is None: nan
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    ax.plot(curves[:, 0], curves[:, 1], label="training (mean since the last point)")
+    ax.plot(curves[:, 0], curves[:, 2], label="validation")
+    ax.axhline(state["constant_val_loss"], color="grey", linestyle="--", label="best constant, validation")
+    ax.set(xlabel="step", ylabel="loss", yscale="log")
+    ax.legend()
+    config = state["config"]
+    rows = [[k, json.dumps(v)] for k, v in config.items()]
+    write_page(path, f"learning curves: {config['network']}", f"<p>step {state['step']} of {config['steps']}</p>", [("losses", figure_html(fig, "learning curves")), ("configuration", table_html(["setting", "value"], rows))])
