@@ -19,7 +19,7 @@ import pytest
 
 from robocal.fleet.store import open_store
 from robocal.service.auth import create_token
-from tests.fleet.conftest import db_url, postgresql_server  # noqa: F401  (fixtures)
+from tests.fleet.conftest import postgresql_server  # noqa: F401  (a fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 ARM = REPO / "examples" / "fleet" / "arm_6r.urdf"
@@ -97,10 +97,27 @@ def add_model(service: Service, name: str = "arm6", criteria: dict | None = None
         assert answer.status_code == 201, answer.text
 
 
-@pytest.fixture
-def service(db_url):  # noqa: F811  (the fixture imported above)
-    """A running service without workers (the queue only fills), the arm model added."""
-    svc = make_service(db_url, workers=0, max_upload=2**20)
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_url(request, tmp_path_factory):
+    """A fresh store per test module: a SQLite file, or a new database on the PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path_factory.mktemp("service") / "robocal.db")
+    base, _ = request.getfixturevalue("postgresql_server")
+    import sqlalchemy as sa
+
+    name = f"service_{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}"
+    admin = sa.create_engine(base + "postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+        c.execute(sa.text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return base + name
+
+
+@pytest.fixture(scope="module")
+def service(store_url):
+    """A running service without workers (the queue only fills), the arm model added; one per test module."""
+    svc = make_service(store_url, workers=0, max_upload=2**20)
     svc.start()
     add_model(svc)
     try:
