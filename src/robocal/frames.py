@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax.numpy as jnp
 import numpy as np
 
 from robocal.kinematics import transforms as tf
@@ -30,15 +29,16 @@ class Frame:
         ]
 
     def pose(self, theta):
-        initial = jnp.asarray(self.initial)
+        """The frame (4x4) at theta: NumPy for a NumPy theta, JAX for a JAX one."""
+        initial = np.asarray(self.initial, dtype=float)
         return initial if self.block is None else initial @ tf.perturbation(theta[self.block])
 
     def estimate(self, theta) -> np.ndarray:
-        return np.asarray(self.pose(jnp.asarray(theta)))
+        return np.asarray(self.pose(np.asarray(theta, dtype=float)))
 
 
 def placement_matrix(xyz, rpy) -> np.ndarray:
-    return np.asarray(tf.homogeneous(tf.rpy_to_matrix(jnp.asarray(rpy, dtype=float)), jnp.asarray(xyz, dtype=float)))
+    return tf.homogeneous(tf.rpy_to_matrix(np.asarray(rpy, dtype=float)), np.asarray(xyz, dtype=float))
 
 
 def kabsch(source: np.ndarray, target: np.ndarray) -> np.ndarray:

@@ -121,7 +121,7 @@ class RobotModel:
         self._native_base = np.array([np.pad(j.origin.values, (0, 6 - len(j.origin.values))) for j in tree.joints])
         self._has_full = (full_idx >= 0).any(axis=1)
         self._has_native = (native_idx >= 0).any(axis=1)
-        self._constant_origin = [np.asarray(j.origin.matrix()) for j in tree.joints]
+        self._constant_origin = [j.origin.matrix() for j in tree.joints]  # NumPy
         self._drivers = {j.name: tree.driver(j.name) for j in tree.joints if j.moves}
 
     @property
@@ -155,14 +155,16 @@ class RobotModel:
         return np.array([i for i, moved in enumerate(self._moves) if moved & joints], dtype=int)
 
     def _origin(self, j: int, theta_ext):
+        """Origin (4x4) of joint j at theta_ext (theta with a zero appended): NumPy for a NumPy
+        theta, JAX for a JAX one."""
         joint = self.tree.joints[j]
         if self._has_native[j]:
             k = len(joint.origin.values)
             index = self._native_idx[j, :k]
-            values = jnp.where(index < len(self.parameters), theta_ext[index], self._native_base[j, :k])
+            values = tf.array_module(theta_ext).where(index < len(self.parameters), theta_ext[index], self._native_base[j, :k])
             origin = joint.origin.matrix(values)
         else:
-            origin = jnp.asarray(self._constant_origin[j])
+            origin = self._constant_origin[j]
         if self._has_full[j]:
             origin = origin @ tf.perturbation(theta_ext[self._full_idx[j]])
         return origin
@@ -185,6 +187,19 @@ class RobotModel:
         Jitted once per (model, links): called eagerly (or under an eager `vmap`) it runs one
         compiled graph instead of dispatching and compiling every small JAX op on its own."""
         return _link_poses(self, jnp.asarray(theta), jnp.asarray(q), tuple(links))
+
+    def batch_link_poses(self, theta, q, links: Sequence[str]):
+        """Poses (n, len(links), 4, 4) for each row of q (n, len(inputs)): FK vectorized over the
+        rows, jitted once per (model, links, row count). Concrete inputs are padded to
+        `row_bucket(n)` rows, so that data files of other lengths reuse the compiled code, and
+        give a NumPy array; traced inputs (inside a jit) are used as they are."""
+        links = tuple(links)
+        if isinstance(theta, jax.core.Tracer) or isinstance(q, jax.core.Tracer):
+            return _batch_link_poses(self, theta, q, links)
+        q = np.asarray(q, dtype=float)
+        n = len(q)
+        padded = np.concatenate([q, np.zeros((row_bucket(n) - n, q.shape[1]))])
+        return np.asarray(_batch_link_poses(self, jnp.asarray(theta, dtype=float), jnp.asarray(padded), links))[:n]
 
     def _link_poses(self, theta, q, links: tuple[str, ...]):
         theta_ext = jnp.concatenate([theta, jnp.zeros(1)])
@@ -212,18 +227,30 @@ class RobotModel:
         out = {}
         for j, joint in enumerate(self.tree.joints):
             changed = self._has_full[j] or self._has_native[j]
-            origin = np.asarray(self._origin(j, theta_ext))
+            origin = self._origin(j, theta_ext)
             if joint.moves:
                 driver, gain, _ = self._drivers[joint.name]
                 if self._offset_idx[self.tree.actuated.index(driver)] < len(self.parameters):
-                    origin = origin @ np.asarray(joint.motion(gain * offsets[self.tree.actuated.index(driver)]))
+                    origin = origin @ joint.motion(gain * offsets[self.tree.actuated.index(driver)])
                     changed = True
             if changed:
                 out[joint.name] = origin
         return out
 
 
+def row_bucket(n: int) -> int:
+    """Row count that n rows are padded to before a compiled batch function: the next power of two
+    (at least 16) up to 4096, then the next multiple of 4096 (at most 1/16 of padding there)."""
+    return max(16, 1 << max(n - 1, 0).bit_length()) if n <= 4096 else -(-n // 4096) * 4096
+
+
 @partial(jax.jit, static_argnums=(0, 3))
 def _link_poses(model: RobotModel, theta, q, links: tuple[str, ...]):
     """`RobotModel.link_poses` compiled per (model, links): the model is static (hashed by identity)."""
     return model._link_poses(theta, q, links)
+
+
+@partial(jax.jit, static_argnums=(0, 3))
+def _batch_link_poses(model: RobotModel, theta, q, links: tuple[str, ...]):
+    """`RobotModel.batch_link_poses`: (n, len(links), 4, 4), compiled per (model, links, n)."""
+    return jax.vmap(lambda qi: model._link_poses(theta, qi, links))(q)

@@ -1,4 +1,8 @@
-"""Homogeneous transforms in JAX (float64), written once and shared by every model.
+"""Homogeneous transforms (float64), written once and shared by every model.
+
+Each function computes with JAX when any argument is a JAX array (a tracer under `jit`, `vmap`
+or `grad`), and with NumPy otherwise: a constant origin or a frame read from a file is then a
+few microseconds of NumPy instead of one eagerly dispatched (and compiled) JAX op per line.
 
 Rotations follow the URDF convention: rpy = (roll, pitch, yaw) means
 R = Rz(yaw) @ Ry(pitch) @ Rx(roll) (fixed axes x, y, z).
@@ -6,26 +10,35 @@ R = Rz(yaw) @ Ry(pitch) @ Rx(roll) (fixed axes x, y, z).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 
+def array_module(*args):
+    """`jax.numpy` when any argument is a JAX array (concrete or traced), else `numpy`."""
+    return jnp if any(isinstance(a, jax.Array) for a in args) else np
+
+
 def rot_x(a):
-    c, s = jnp.cos(a), jnp.sin(a)
-    o, z = jnp.ones_like(a), jnp.zeros_like(a)
-    return jnp.array([[o, z, z], [z, c, -s], [z, s, c]])
+    xp = array_module(a)
+    c, s = xp.cos(a), xp.sin(a)
+    o, z = xp.ones_like(a), xp.zeros_like(a)
+    return xp.array([[o, z, z], [z, c, -s], [z, s, c]])
 
 
 def rot_y(a):
-    c, s = jnp.cos(a), jnp.sin(a)
-    o, z = jnp.ones_like(a), jnp.zeros_like(a)
-    return jnp.array([[c, z, s], [z, o, z], [-s, z, c]])
+    xp = array_module(a)
+    c, s = xp.cos(a), xp.sin(a)
+    o, z = xp.ones_like(a), xp.zeros_like(a)
+    return xp.array([[c, z, s], [z, o, z], [-s, z, c]])
 
 
 def rot_z(a):
-    c, s = jnp.cos(a), jnp.sin(a)
-    o, z = jnp.ones_like(a), jnp.zeros_like(a)
-    return jnp.array([[c, -s, z], [s, c, z], [z, z, o]])
+    xp = array_module(a)
+    c, s = xp.cos(a), xp.sin(a)
+    o, z = xp.ones_like(a), xp.zeros_like(a)
+    return xp.array([[c, -s, z], [s, c, z], [z, z, o]])
 
 
 def rpy_to_matrix(rpy):
@@ -33,38 +46,44 @@ def rpy_to_matrix(rpy):
 
 
 def homogeneous(rotation, translation):
-    top = jnp.concatenate([rotation, jnp.reshape(translation, (3, 1))], axis=1)
-    return jnp.concatenate([top, jnp.array([[0.0, 0.0, 0.0, 1.0]])], axis=0)
+    xp = array_module(rotation, translation)
+    top = xp.concatenate([xp.asarray(rotation, dtype=float), xp.reshape(xp.asarray(translation, dtype=float), (3, 1))], axis=1)
+    return xp.concatenate([top, xp.array([[0.0, 0.0, 0.0, 1.0]])], axis=0)
 
 
 def translation(v):
-    return homogeneous(jnp.eye(3), v)
+    return homogeneous(np.eye(3), v)
 
 
 def skew(v):
-    return jnp.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    xp = array_module(v)
+    z = xp.zeros_like(v[0])
+    return xp.array([[z, -v[2], v[1]], [v[2], z, -v[0]], [-v[1], v[0], z]])
 
 
 def rotvec_to_matrix(w):
     """Rodrigues' formula, smooth at w = 0 (series for the small-angle coefficients)."""
-    theta2 = jnp.dot(w, w)
+    xp = array_module(w)
+    w = xp.asarray(w, dtype=float)
+    theta2 = xp.dot(w, w)
     small = theta2 < 1e-12
-    safe2 = jnp.where(small, 1.0, theta2)
-    theta = jnp.sqrt(safe2)
-    a = jnp.where(small, 1.0 - theta2 / 6.0, jnp.sin(theta) / theta)
-    b = jnp.where(small, 0.5 - theta2 / 24.0, (1.0 - jnp.cos(theta)) / safe2)
+    safe2 = xp.where(small, 1.0, theta2)
+    theta = xp.sqrt(safe2)
+    a = xp.where(small, 1.0 - theta2 / 6.0, xp.sin(theta) / theta)
+    b = xp.where(small, 0.5 - theta2 / 24.0, (1.0 - xp.cos(theta)) / safe2)
     k = skew(w)
-    return jnp.eye(3) + a * k + b * (k @ k)
+    return xp.eye(3) + a * k + b * (k @ k)
 
 
 def matrix_to_rotvec(r):
     """Inverse of :func:`rotvec_to_matrix` for angles below pi (used for orientation residuals)."""
-    cos = jnp.clip((jnp.trace(r) - 1.0) / 2.0, -1.0, 1.0)
-    theta = jnp.arccos(cos)
-    vee = jnp.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    xp = array_module(r)
+    cos = xp.clip((xp.trace(r) - 1.0) / 2.0, -1.0, 1.0)
+    theta = xp.arccos(cos)
+    vee = xp.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
     small = theta < 1e-6
-    sin = jnp.where(small, 1.0, jnp.sin(theta))
-    factor = jnp.where(small, 0.5 + theta**2 / 12.0, theta / (2.0 * sin))
+    sin = xp.where(small, 1.0, xp.sin(theta))
+    factor = xp.where(small, 0.5 + theta**2 / 12.0, theta / (2.0 * sin))
     return factor * vee
 
 
@@ -78,24 +97,26 @@ def perturbation(delta):
 
 
 def axis_angle_to_matrix(axis, angle):
-    return rotvec_to_matrix(jnp.asarray(axis) * angle)
+    return rotvec_to_matrix(array_module(axis, angle).asarray(axis, dtype=float) * angle)
 
 
 def dh_modified(d, theta, a, alpha):
     """Craig's modified DH: RotX(alpha) TransX(a) RotZ(theta) TransZ(d)."""
-    rx = homogeneous(rot_x(alpha), jnp.zeros(3))
-    tx = translation(jnp.array([a, 0.0, 0.0]))
-    rz = homogeneous(rot_z(theta), jnp.zeros(3))
-    tz = translation(jnp.array([0.0, 0.0, d]))
+    xp = array_module(d, theta, a, alpha)
+    rx = homogeneous(rot_x(alpha), np.zeros(3))
+    tx = translation(xp.array([a, 0.0, 0.0]))
+    rz = homogeneous(rot_z(theta), np.zeros(3))
+    tz = translation(xp.array([0.0, 0.0, d]))
     return rx @ tx @ rz @ tz
 
 
 def dh_standard(d, theta, a, alpha):
     """Classic (distal) DH: RotZ(theta) TransZ(d) TransX(a) RotX(alpha)."""
-    rz = homogeneous(rot_z(theta), jnp.zeros(3))
-    tz = translation(jnp.array([0.0, 0.0, d]))
-    tx = translation(jnp.array([a, 0.0, 0.0]))
-    rx = homogeneous(rot_x(alpha), jnp.zeros(3))
+    xp = array_module(d, theta, a, alpha)
+    rz = homogeneous(rot_z(theta), np.zeros(3))
+    tz = translation(xp.array([0.0, 0.0, d]))
+    tx = translation(xp.array([a, 0.0, 0.0]))
+    rx = homogeneous(rot_x(alpha), np.zeros(3))
     return rz @ tz @ tx @ rx
 
 
@@ -133,11 +154,12 @@ def matrix_to_quaternion(r: np.ndarray) -> np.ndarray:
     return q if q[0] >= 0 else -q
 
 
-def quaternion_to_matrix(q) -> jnp.ndarray:
+def quaternion_to_matrix(q):
     """Rotation matrix of a (w, x, y, z) quaternion; the quaternion is normalized first."""
-    q = q / jnp.linalg.norm(q)
+    xp = array_module(q)
+    q = q / xp.linalg.norm(q)
     w, x, y, z = q
-    return jnp.array(
+    return xp.array(
         [
             [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
             [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-import jax.numpy as jnp
+import numpy as np
 
 from robocal.errors import RobocalError
 from robocal.kinematics import transforms as tf
@@ -47,8 +47,9 @@ class Origin:
         return ORIGIN_COORDINATES[self.kind]
 
     def matrix(self, values=None):
-        """4x4 transform for the given native values (defaults to the nominal ones)."""
-        v = jnp.asarray(self.values if values is None else values)
+        """4x4 transform for the given native values (defaults to the nominal ones): NumPy for
+        NumPy values, JAX for JAX arrays (`transforms.array_module`)."""
+        v = np.asarray(self.values, dtype=float) if values is None else values
         if self.kind == "xyzrpy":
             return tf.homogeneous(tf.rpy_to_matrix(v[3:6]), v[0:3])
         if self.kind == "mdh":
@@ -86,13 +87,13 @@ class Joint:
         return self.moves and self.mimic is None
 
     def motion(self, q):
-        """Transform produced by the joint variable q."""
+        """Transform produced by the joint variable q (NumPy or JAX, as q)."""
         if self.type == "fixed":
-            return jnp.eye(4)
-        axis = jnp.asarray(self.axis)
+            return np.eye(4)
+        axis = np.asarray(self.axis, dtype=float)
         if self.type == "prismatic":
             return tf.translation(axis * q)
-        return tf.homogeneous(tf.axis_angle_to_matrix(axis, q), jnp.zeros(3))
+        return tf.homogeneous(tf.axis_angle_to_matrix(axis, q), np.zeros(3))
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,7 @@ class Measurement(ABC):
 
     def link_poses(self, theta, q, links: tuple[str, ...]):
         """Poses (n, len(links), 4, 4) of links in the robot root frame for each configuration."""
-        robot_theta = theta[self.ctx.robot_block]
-        return jax.vmap(lambda qi: self.ctx.robot.link_poses(robot_theta, qi, links))(q)
+        return self.ctx.robot.batch_link_poses(theta[self.ctx.robot_block], q, links)
 
     @staticmethod
     def read(path: Path) -> Table:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from robocal.errors import RobocalError
@@ -29,15 +26,10 @@ def sample_configurations(tree: KinematicTree, n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(lower, upper, size=(n, len(lower)))
 
 
-@partial(jax.jit, static_argnames=("robot", "links"))
-def _batch_link_poses(theta, q, robot: RobotModel, links: tuple[str, ...]):
-    return jax.vmap(lambda qi: robot.link_poses(theta, qi, links))(q)
-
-
 def batch_link_poses(robot: RobotModel, theta: np.ndarray, q: np.ndarray, links: Sequence[str]) -> np.ndarray:
-    """Poses (n, len(links), 4, 4) of the links in the root frame: FK jitted once per (robot, links)
-    and vectorized over the n rows of q."""
-    return np.asarray(_batch_link_poses(jnp.asarray(theta, dtype=float), jnp.asarray(q, dtype=float), robot, tuple(links)))
+    """Poses (n, len(links), 4, 4) of the links in the root frame (`RobotModel.batch_link_poses`:
+    jitted once per (robot, links, row bucket) and vectorized over the n rows of q)."""
+    return np.asarray(robot.batch_link_poses(np.asarray(theta, dtype=float), np.asarray(q, dtype=float), links))
 
 
 def position_errors(model: RobotModel, theta: np.ndarray, reference: RobotModel, theta_ref: np.ndarray, q: np.ndarray, links: Sequence[str]) -> np.ndarray:
