@@ -8,13 +8,18 @@ Hollerbach's count) 4 per revolute joint + 6 = 30 of them are identifiable: 12 d
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from rich.console import Console
 
 from robocal.analysis.verdict import Finding, Verdict, VerdictConfig, judge
 from robocal.calibration import calibrate
 from robocal.errors import InputError
 from robocal.problem import load_problem
+from robocal.report.console import print_summary
+from robocal.report.html import write_html_report
 
 from tests.analysis.verdict_problems import NOISE, write_problem
 
@@ -59,6 +64,7 @@ def test_sizes_and_residuals(tmp_path):
     assert found["misfit"].evidence["rms_over_sigma"] == pytest.approx(10 * np.sqrt(1 - 6 / 180), rel=0.15)
     assert found["small_residuals"].evidence["measurement"] == "quiet" and found["small_residuals"].evidence["rms_over_sigma"] < 0.5
     # the thresholds decide: a 20 deg limit and a looser prior bound accept the same estimate
+    json.dumps(cal.report())  # plain numbers only: report.json takes it as it is
     relaxed = judge(cal, VerdictConfig(max_rotation=np.radians(20), prior_sigmas=40, misfit=200, small_residuals=1e-3))
     assert relaxed.level == "ok"
 
@@ -88,6 +94,14 @@ def test_held_at_nominal(tmp_path):
     assert found["held_at_nominal"].evidence["n_parameters"] == PARAMETERS
     assert len(found["held_at_nominal"].evidence["parameters"]) == PARAMETERS - IDENTIFIABLE
     assert f"{PARAMETERS - IDENTIFIABLE} of {PARAMETERS} parameters held at nominal" in found["held_at_nominal"].sentence
+    console = Console(record=True, width=400)
+    print_summary(cal, console)
+    text = console.export_text()
+    assert f"{IDENTIFIABLE} parameters fitted, the data determine {IDENTIFIABLE} directions of them; {PARAMETERS - IDENTIFIABLE} more held at nominal" in text
+    assert "verdict: warning" in text and "(held_at_nominal)" in text
+    write_html_report(cal, tmp_path / "report.html", {})
+    html = (tmp_path / "report.html").read_text()
+    assert html.index("<h2>Verdict</h2>") < html.index("<h2>Errors") and "held_at_nominal" in html
 
 
 def test_thresholds_are_validated(tmp_path):

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from robocal.calibration import MISFIT, Calibration
+from robocal.analysis.verdict import Verdict
+from robocal.calibration import Calibration
 
 
 def print_summary(cal: Calibration, console: Console) -> None:
@@ -23,29 +24,44 @@ def print_summary(cal: Calibration, console: Console) -> None:
         removed = "" if m["removed"] is None else f"{m['removed'] * 100:.1f} %"
         table.add_row(escape(m["name"]), str(m["n"]), h, f"{b[h] * 1e3:.3f}", f"{a[h] * 1e3:.3f}", removed, f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
     console.print(table)
-    for m in metrics:
-        if m["fit_per_residual"] > MISFIT:
-            console.print(f"[yellow]warning:[/] {escape(m['name'])}: the calibrated model leaves residuals {m['fit_per_residual'] ** 0.5:.1f} times the declared sigma: it does not explain these data (model error such as joint backlash or elasticity, or a sigma set too small)")
     s, ident = cal.solution, cal.identifiability
+    held = len(cal.problem.unidentifiable)
     console.print(
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
-        f"identifiable {ident.rank} of {ident.n_parameters} parameters; {len(s.rejections)} rows rejected"
+        f"{parameter_line(ident.rank, ident.n_parameters, held)}; {len(s.rejections)} rows rejected"
     )
-    if not s.converged:
-        console.print(f"[yellow]warning:[/] the solver stopped after {s.iterations} iterations without converging (solver.max_iterations, "
-                      "solver.tolerance): the estimate is where it stopped, not a calibration")
-    residuals = sum(m.n * len(m.row_sigmas()) for m in cal.problem.measurements)
-    if residuals <= ident.n_parameters:
-        console.print(f"[yellow]warning:[/] {residuals} measured residuals for {ident.n_parameters} parameters: the model can "
-                      "fit these data exactly whatever the robot, so the 'removed' figures say nothing; record more samples")
-    kappa = ", ".join(f"{name} {value:.0f}" if value is not None else f"{name} inf" for name, value in cal.conditioning.items())
-    console.print(f"Schroer-scaled condition number (target < 100): {kappa}")
+    console.print(conditioning_line(cal.conditioning))
     task = cal.task_prediction
     if task is not None and task["predicted"]["rms"] is not None:
         p = task["predicted"]
         console.print(f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm")
         if "warning" in task:
             console.print(f"[yellow]warning:[/] {escape(task['warning'])}")
+    print_verdict(cal.verdict, console)
+
+
+STYLE = {"ok": "green", "warning": "yellow", "fail": "red"}
+
+
+def print_verdict(verdict: Verdict, console: Console) -> None:
+    """The verdict's level, then one line per finding (docs/trust.md)."""
+    console.print(f"verdict: [bold {STYLE[verdict.level]}]{verdict.level}[/]" + ("" if verdict.findings else ": no finding against this calibration"))
+    for f in verdict.findings:
+        console.print(f"[{STYLE[f.level]}]{f.level}:[/] {escape(f.sentence)} [dim]({f.code})[/]")
+
+
+def parameter_line(rank: int, fitted: int, held: int) -> str:
+    """How many parameters were fitted, how many of them the data determine, and how many were held."""
+    line = f"{fitted} parameters fitted, the data determine {rank} directions of them"
+    return line + (f"; {held} more held at nominal (parameters.select: identifiable)" if held else "")
+
+
+def conditioning_line(conditioning: dict[str, float | None]) -> str:
+    """Schroer's scaled condition number, said as what it means."""
+    kappa = ", ".join(f"{name} {value:.0f}" if value is not None else f"{name} inf" for name, value in conditioning.items())
+    return (f"conditioning (Schroer-scaled, over the determined directions): {kappa}: the worst-determined combination of parameters "
+            "moves the measured points that many times less than the best one, so noise enters it that many times more; "
+            "whether that matters is in the parameters' std and the held-out errors (Schroer's guideline for designing poses: < 100)")
 
 
 @contextmanager

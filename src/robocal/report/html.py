@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from html import escape
 from pathlib import Path
 
@@ -16,8 +17,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from robocal.analysis.verdict import Verdict
 from robocal.calibration import Calibration
 from robocal.measurements.base import measurement_errors
+from robocal.report.console import conditioning_line
 
 # SI unit -> (factor, display unit)
 DISPLAY = {"m": (1e3, "mm"), "rad": (1e3, "mrad")}
@@ -32,7 +35,7 @@ th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code { background: #f3f3f3; padding: 0 0.2em; }
 img { max-width: 100%; }
-.ok { color: #1a7f37; } .warn { color: #b35900; }
+.ok { color: #1a7f37; } .warn { color: #b35900; } .fail { color: #c62828; }
 """
 
 
@@ -143,8 +146,7 @@ def _identifiability(cal: Calibration) -> str:
     ident = cal.identifiability
     css = "ok" if ident.rank == ident.n_parameters else "warn"
     text = f'<p class="{css}">Rank {ident.rank} of {ident.n_parameters} parameters (eigenvalue threshold {ident.threshold:g}, SI units).</p>'
-    kappa = ", ".join(f"{escape(name)} {value:.0f}" if value is not None else f"{escape(name)} inf" for name, value in cal.conditioning.items())
-    text += f"<p>Schroer-scaled condition number over the identifiable directions (Schroer's rule: below 100): {kappa}.</p>"
+    text += f"<p>{escape(conditioning_line(cal.conditioning))}.</p>"
     dropped = getattr(cal.problem, "unidentifiable", ())  # parameters.select: identifiable
     if dropped:
         text += f"<p>Held at nominal as not identifiable from these data: {escape(', '.join(dropped))}.</p>"
@@ -152,6 +154,16 @@ def _identifiability(cal: Calibration) -> str:
         return text
     rows = [[k + 1, ", ".join(f"{name} ({weight:+.3f})" for name, weight in direction.items())] for k, direction in enumerate(ident.kernel)]
     return text + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>" + table_html(["direction", "parameters (weight)"], rows)
+
+
+def verdict_html(verdict: Verdict) -> str:
+    """The verdict's level and its findings (code, sentence, evidence), docs/trust.md."""
+    css = {"ok": "ok", "warning": "warn", "fail": "fail"}
+    text = f'<p class="{css[verdict.level]}"><strong>{escape(verdict.level)}</strong>' + ("" if verdict.findings else ": no finding against this calibration") + "</p>"
+    if not verdict.findings:
+        return text
+    rows = [[f.level, f.code, f.sentence, json.dumps(f.evidence, default=float)[:600]] for f in verdict.findings]
+    return text + table_html(["level", "code", "finding", "evidence (SI units)"], rows) + '<p>What each finding means: docs/trust.md.</p>'
 
 
 def _rejected(cal: Calibration) -> str:
@@ -169,6 +181,7 @@ def write_html_report(cal: Calibration, path: Path, figures: dict[str, bytes]) -
     """`figures`: measurement_figures(cal), shown in each measurement's section."""
     measurements = "".join(_measurement_section(cal, i, figures) for i in range(len(cal.problem.measurements)))
     sections = [
+        ("Verdict", verdict_html(cal.verdict)),
         ("Errors before and after calibration", "<p>before: nominal robot, frames fitted; after: calibrated robot.</p>" + measurements),
         ("Parameters", _parameter_tables(cal)),
         ("Solver", _solver_table(cal)),
