@@ -9,11 +9,13 @@ Hollerbach's count) 4 per revolute joint + 6 = 30 of them are identifiable: 12 d
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
 from rich.console import Console
 
+from robocal import cli
 from robocal.analysis.verdict import Finding, Verdict, VerdictConfig, judge
 from robocal.calibration import calibrate
 from robocal.errors import InputError
@@ -43,9 +45,24 @@ def test_level_is_the_worst_finding():
     assert Verdict((warning,)).with_findings([fail]).codes() == ["a", "b"]
 
 
-def test_clean_calibration_is_ok(tmp_path):
-    cal = run(tmp_path, true_offsets=np.full(6, 5e-4))
-    assert cal.report()["verdict"] == {"level": "ok", "findings": []}
+def cli_calibrate(monkeypatch, problem, *options) -> tuple[int, dict | None]:
+    """`robocal calibrate` in this process: (exit code, report.json or None)."""
+    out = problem.parent / "out"
+    monkeypatch.setattr(sys, "argv", ["robocal", "calibrate", str(problem), "--out", str(out), *options])
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    report = out / "report.json"
+    return code, json.loads(report.read_text()) if report.exists() else None
+
+
+def test_clean_calibration_is_ok(tmp_path, monkeypatch):
+    problem = write_problem(tmp_path, true_offsets=np.full(6, 5e-4))
+    code, report = cli_calibrate(monkeypatch, problem, "--fail-on", "warning")
+    assert code == 0 and report["verdict"] == {"level": "ok", "findings": []}
+    assert cli_calibrate(monkeypatch, problem, "--fail-on", "never")[0] == 2
 
 
 def test_sizes_and_residuals(tmp_path):
@@ -69,10 +86,11 @@ def test_sizes_and_residuals(tmp_path):
     assert relaxed.level == "ok"
 
 
-def test_iteration_limit(tmp_path):
-    cal = run(tmp_path, true_offsets=np.full(6, 5e-3), solver={"max_iterations": 1})
-    finding = by_code(cal.verdict)["iteration_limit"]  # beside it: the misfit of where it stopped
-    assert (cal.verdict.level, finding.level, finding.evidence["iterations"]) == ("fail", "fail", 1)
+def test_iteration_limit(tmp_path, monkeypatch):
+    problem = write_problem(tmp_path, true_offsets=np.full(6, 5e-3), solver={"max_iterations": 1})
+    code, report = cli_calibrate(monkeypatch, problem, "--fail-on", "fail")
+    findings = {f["code"]: f for f in report["verdict"]["findings"]}  # beside it: the misfit of where it stopped
+    assert code == 1 and report["verdict"]["level"] == "fail" and findings["iteration_limit"]["evidence"]["iterations"] == 1
 
 
 def test_no_prior_and_too_few_rows(tmp_path):

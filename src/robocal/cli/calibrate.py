@@ -16,6 +16,7 @@ from robocal.terminal import err, out
 def calibrate(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
+    fail_on: Annotated[Optional[str], typer.Option("--fail-on", help="exit with code 1 when the verdict is this level or worse: warning or fail (docs/trust.md)")] = None,
 ) -> None:
     """Calibrate: write report.json, frames.yaml, calibrated.urdf and report.html to --out."""
     from robocal.calibration import calibrate as run
@@ -25,6 +26,8 @@ def calibrate(
     from robocal.report.console import print_summary
     from robocal.results import write_results
 
+    if fail_on not in (None, "warning", "fail"):
+        raise RobocalError(f"--fail-on: 'warning' or 'fail', got '{fail_on}'")
     preflight(out_dir, [problem])
     with err.status("loading problem"):
         loaded = load_problem(problem)
@@ -35,6 +38,9 @@ def calibrate(
         files = moved(write_results(cal, stage), stage, out_dir)
     print_summary(cal, out)
     out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
+    if fail_on is not None and cal.verdict.at_least(fail_on):
+        err.print(f"verdict {cal.verdict.level} (--fail-on {fail_on}): exit code 1", markup=False, highlight=False)
+        raise typer.Exit(1)
 
 
 def evaluate(
