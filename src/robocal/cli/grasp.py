@@ -32,6 +32,8 @@ def grasp_evaluate(
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
     seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
+    controller: Annotated[str, typer.Option("--controller", help="whose wrench estimator and torque predictor: analytical (convex programs on the known contacts) or learned (networks on a depth image's voxels)")] = "analytical",
+    weights: Annotated[Optional[Path], typer.Option("--weights", help="learned networks: a `grasp train` output or weights folder (default: the shipped weights)")] = None,
 ) -> None:
     """The grasp-controller paper's simulated evaluation: per grasp, forces pushing on random
     surface points (10 N, 5 N for precision grasps) ramped over 4 s and held 4 s; a grasp breaks
@@ -50,7 +52,13 @@ def grasp_evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RobocalError(f"--methods: unknown {', '.join(unknown)} (one of {', '.join(METHODS)})")
-    config = EvaluationConfig(objects=() if objects is None else csv_list(objects, "--objects"), grasps=grasps, forces=forces, methods=chosen, scales=csv_list(scales, "--scales", float, positive=True), seed=seed, gravity=gravity, margin=margin, filter_time=filter_time, ramp=ramp, hold=hold)
+    if controller not in ("analytical", "learned"):
+        raise RobocalError(f"--controller: unknown '{controller}' (analytical or learned)")
+    if controller == "learned":  # unreadable weights are an error before anything runs
+        from robocal.grasp.learned.controller import load
+
+        load(weights) if weights else load()
+    config = EvaluationConfig(objects=() if objects is None else csv_list(objects, "--objects"), grasps=grasps, forces=forces, methods=chosen, scales=csv_list(scales, "--scales", float, positive=True), seed=seed, gravity=gravity, margin=margin, filter_time=filter_time, ramp=ramp, hold=hold, controller=controller, weights=str(weights or ""))
     object_names(config)  # unknown names are an error before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -82,4 +90,64 @@ def grasp_evaluate(
     out.print(f"{results['seconds']:.0f} s; wrote {', '.join(str(f) for f in files)}", markup=False, highlight=False)
 
 
-INTERNAL_ERROR = 70  # EX_SOFTWARE of sysexits.h: a bug in robocal, not in the user's input
+
+@app.command("dataset")
+def grasp_dataset(
+    out_dir: Annotated[Path, typer.Option("--out", help="dataset folder (run again to resume)")] = Path("out/grasp_data"),
+    objects: Annotated[int, typer.Option("--objects", min=3, help="procedural objects, split 80/10/10 by object into train/val/test")] = 1000,
+    power: Annotated[int, typer.Option("--power", min=0, help="successful power grasps per object at most")] = 2,
+    precision: Annotated[int, typer.Option("--precision", min=0, help="successful precision grasps per object at most")] = 2,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="teacher samples per grasp")] = 40,
+    grid: Annotated[int, typer.Option("--grid", min=8, max=128, help="voxels per side of the object grid")] = 48,
+    seed: Annotated[int, typer.Option("--seed", help="seeds the objects, grasps and wrenches")] = 0,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
+) -> None:
+    """Training data of the learned grasp controller: procedural objects, grasps, voxel grids
+    from a depth image, and the analytical controller's samples (docs/grasp.md), one npz shard
+    per object; resumable."""
+    import os
+
+    from robocal.grasp.learned.dataset import DatasetConfig, generate
+    from robocal.outputs import preflight
+
+    preflight(out_dir)
+    config = DatasetConfig(seed=seed, objects=objects, power=power, precision=precision, samples=samples, grid=grid)
+    with progress_bar(remaining=True) as bar:
+        task = bar.add_task("objects", total=None)
+        counts = generate(config, out_dir, workers or os.cpu_count() or 1, lambda done, total: bar.update(task, completed=done, total=total))
+    out.print(f"{counts['made']} of {counts['shards']} shards made ({counts['samples_made']} samples) in {out_dir}", markup=False, highlight=False)
+
+
+@app.command("train")
+def grasp_train(
+    data: Annotated[Path, typer.Option("--data", help="a `grasp dataset` folder")],
+    out_dir: Annotated[Path, typer.Option("--out", help="training folder: estimator/ and predictor/ runs (run again to resume)")] = Path("out/grasp_train"),
+    networks: Annotated[str, typer.Option("--networks", help="comma-separated: estimator, predictor")] = "estimator,predictor",
+    loss: Annotated[str, typer.Option("--loss", help="estimator loss: minimal_wrench or l2 (the ablation)")] = "minimal_wrench",
+    steps: Annotated[int, typer.Option("--steps", min=1, help="optimizer steps per network")] = 20000,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="samples per step")] = 64,
+    learning_rate: Annotated[float, typer.Option("--learning-rate", min=0.0, help="Adam's step size")] = 3e-4,
+    seed: Annotated[int, typer.Option("--seed", help="seeds the weights and the minibatches")] = 0,
+    weights: Annotated[Optional[Path], typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")] = None,
+) -> None:
+    """Train the learned controller's networks with checkpoints and learning curves
+    (curves.html per network); resumable."""
+    from robocal.grasp.learned.controller import load, save
+    from robocal.grasp.learned.training import TrainConfig, train
+    from robocal.outputs import preflight
+
+    chosen = csv_list(networks, "--networks")
+    unknown = [n for n in chosen if n not in ("estimator", "predictor")]
+    if unknown:
+        raise RobocalError(f"--networks: unknown {', '.join(unknown)} (estimator, predictor)")
+    preflight(out_dir, [data / "manifest.json"])
+    for name in chosen:
+        config = TrainConfig(network=name, loss=loss, steps=steps, batch=batch, learning_rate=learning_rate, seed=seed)
+        with progress_bar(remaining=True) as bar:
+            task = bar.add_task(f"{name} steps", total=steps)
+            state = train(config, data, out_dir / name, lambda done, total: bar.update(task, completed=done))
+        last = state["curves"][-1]
+        out.print(f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}", markup=False, highlight=False)
+    if weights is not None:
+        save(load(out_dir), weights)
+        out.print(f"weights of both networks in {weights}", markup=False, highlight=False)

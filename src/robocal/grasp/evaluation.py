@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from functools import cache, partial
 from multiprocessing import get_context
+from pathlib import Path
 
 import numpy as np
 
@@ -45,6 +46,8 @@ class EvaluationConfig:
     ramp: float = 4.0  # s
     hold: float = 4.0  # s
     control_period: float = 0.025  # s, our controller's cycle (40 Hz, as on the real hand)
+    controller: str = "analytical"  # whose estimator and predictor: "analytical" or "learned" (robocal.grasp.learned)
+    weights: str = ""  # the learned networks' folder; empty: the shipped weights
 
     def runs(self) -> Iterator[tuple[str, float]]:
         """(method, scale) pairs: ours once, each baseline at every scale."""
@@ -102,20 +105,26 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
     magnitude = FORCE[grasp.kind]
     forces = [ExternalForce(point=p, direction=-n, magnitude=magnitude) for p, n in zip(points, normals)]
     common = dict(gravity=config.gravity, control_period=config.control_period)
+    make = partial(make_controller, margin=config.margin, filter_time=config.filter_time)
+    if config.controller == "learned":  # the networks see the object's voxel grid, made once per grasp
+        from robocal.grasp.learned.controller import learned_controller, load, object_voxels
+
+        models = load(Path(config.weights)) if config.weights else load()
+        make = partial(learned_controller, filter_time=config.filter_time, models=models, voxels=object_voxels(models, hand, obj, grasp))
     records = []
 
     def trial(method: str, scale: float, f: int, force: ExternalForce, ramp: float, hold: float) -> dict:
         """One trial's record; a trial the controller or simulator could not finish is recorded
         with its error (and left out of the figures), never dropped and never fatal."""
         keys = _keys(entry, method, scale, f, force.magnitude)
-        controller = make_controller(method, scale, config.margin, config.filter_time)
+        controller = make(method, scale)
         try:
             result = run_trial(hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, **common)
         except RobocalError as exc:
             return {**keys, "error": str(exc)}
         record = {**keys, **_figures(result, ramp)}
         if method == "controller":
-            record["margin_dropped_cycles"] = controller.predictor.margin_dropped
+            record["margin_dropped_cycles"] = getattr(controller.predictor, "margin_dropped", 0)
         return record
 
     for method, scale in config.runs():

@@ -185,7 +185,7 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     """Train (or resume) one network; returns the state: config, step, curves (step, mean
     training loss since the last point (None at step 0), validation loss) and the constant
     baseline's validation loss."""
-    from robocal.grasp.learned.dataset import load
+    from robocal.grasp.learned.dataset import MANIFEST, load
 
     out = Path(out)
     train_split = arrays(load(data, "train"), config.network)
@@ -198,7 +198,8 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     loaded = _load(out, config, (model, opt_state))
     if loaded is None:
         constant = constant_loss(config, train_split[3], val_split[3])
-        state = {"config": config.model_dump(mode="json"), "grid": grid, "step": 0, "curves": [[0, None, evaluate(model, loss, val_split)]], "constant_val_loss": constant}
+        dataset = json.loads((Path(data) / MANIFEST).read_text())
+        state = {"config": config.model_dump(mode="json"), "dataset": dataset, "grid": grid, "step": 0, "curves": [[0, None, evaluate(model, loss, val_split)]], "constant_val_loss": constant}
     else:
         (model, opt_state), state = loaded
     key = jax.random.PRNGKey(config.seed + 1)

@@ -1,0 +1,165 @@
+"""The learned wrench estimator and torque predictor (seed paper 002, Sec. IV) behind the
+`WrenchEstimator` / `TorquePredictor` interfaces of `robocal.grasp.controller`.
+
+Both see only what the paper's networks see: the object's voxel grid from a depth image
+(`observation.observe`, made once per grasp from the object at the grasp's pose), q_grasp,
+q_init and, for the estimator, q_d and the measured torques; never the contacts. `start`
+encodes the grid once (the convolutions); a control cycle runs the dense layers only.
+
+- estimator: the network's wrench, its force shortened to the predicted scale s when longer
+  (s is trained to be the smallest force consistent with the inputs, so the estimate never
+  claims more than that);
+- predictor: the network's torques tau, each within the hand's effort limit; offsets tau / kp
+  (the paper's q_d = q_init + tau / kp: the joint motion dq is small against tau / kp when
+  kp << c).
+
+`Models` holds both networks with the observation they were trained on; `save` / `load` write
+and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
+reads a `robocal grasp train` output folder (its `estimator/` and `predictor/` runs).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from robocal.errors import InputError
+from robocal.grasp.constants import KP
+from robocal.grasp.learned import networks
+from robocal.grasp.learned.observation import ObservationConfig, observe
+from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig
+from robocal.grasp.simulation import GraspSituation
+
+WEIGHTS = Path(__file__).parent / "weights"  # shipped weights for the DLR-Hand II
+META = "learned.json"
+NETWORKS = ("estimator", "predictor")
+
+
+@dataclass(frozen=True)
+class Models:
+    estimator: Scaled
+    predictor: Scaled
+    observation: ObservationConfig
+    meta: dict = field(default_factory=dict)  # training configurations, dataset, how made
+
+
+def skeleton(config: TrainConfig, grid: int, n_joints: int) -> Scaled:
+    """A network of `config`'s shape (any values) to read serialized leaves into."""
+    n_in = 4 * n_joints if config.network == "estimator" else 2 * n_joints + 6
+    n_out = 7 if config.network == "estimator" else n_joints
+    make = networks.estimator_network if config.network == "estimator" else networks.predictor_network
+    net = make(grid, n_joints, jax.random.PRNGKey(0), channels=config.channels, width=config.width)
+    return Scaled(net, jnp.zeros(n_in), jnp.ones(n_in), jnp.zeros(n_out), jnp.ones(n_out))
+
+
+def save(models: Models, folder: Path) -> None:
+    """Write a weights folder (networks only, no optimizer state)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in NETWORKS:
+        eqx.tree_serialise_leaves(folder / f"{name}.eqx", getattr(models, name))
+    (folder / META).write_text(json.dumps({"observation": asdict(models.observation), **models.meta}, indent=1))
+
+
+@cache
+def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
+    """Both networks from a weights folder or a `grasp train` output folder (module doc)."""
+    folder = Path(folder)
+    if (folder / META).exists():
+        meta = json.loads((folder / META).read_text())
+        observation = ObservationConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in meta["observation"].items()})
+        nets = {}
+        for name in NETWORKS:
+            like = skeleton(TrainConfig(**meta[name]), observation.grid, n_joints)
+            nets[name] = eqx.tree_deserialise_leaves(folder / f"{name}.eqx", like)
+        return Models(nets["estimator"], nets["predictor"], observation, {k: v for k, v in meta.items() if k != "observation"})
+    runs = {name: folder / name for name in NETWORKS}
+    missing = [str(p / STATE) for p in runs.values() if not (p / STATE).exists()]
+    if missing:
+        raise InputError(folder, f"no learned weights here ({META}) and no training runs ({', '.join(missing)} missing)")
+    nets, meta = {}, {}
+    for name, run in runs.items():
+        state = json.loads((run / STATE).read_text())
+        config = TrainConfig(**state["config"])
+        like = skeleton(config, state["grid"], n_joints)
+        opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, eqx.is_array))
+        nets[name], _ = eqx.tree_deserialise_leaves(run / CHECKPOINT, (like, opt_state))
+        meta[name] = state["config"]
+        meta["dataset"] = state.get("dataset", {})
+    side = meta["dataset"].get("side", ObservationConfig.side)
+    return Models(nets["estimator"], nets["predictor"], ObservationConfig(grid=state["grid"], side=side), meta)
+
+
+@eqx.filter_jit
+def _encode(net: Scaled, voxels: jnp.ndarray) -> jnp.ndarray:
+    return net.encode(voxels)
+
+
+@eqx.filter_jit
+def _head(net: Scaled, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+    return net.head(features, inputs)
+
+
+@dataclass
+class LearnedEstimator:
+    """The wrench estimator network (module docstring); `voxels` (G, G, G) the object's grid."""
+
+    net: Scaled
+    voxels: np.ndarray
+    _features: jnp.ndarray | None = field(default=None, init=False, repr=False)
+    _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    def start(self, situation: GraspSituation) -> None:
+        self._features = _encode(self.net, jnp.asarray(self.voxels, dtype=float))
+        self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
+
+    def estimate(self, q_d, q_m, tau_m) -> np.ndarray:
+        out = np.asarray(_head(self.net, self._features, jnp.asarray(np.r_[self._fixed, q_d, tau_m])))
+        wrench, scale = out[:6], float(jax.nn.softplus(out[6]))
+        force = np.linalg.norm(wrench[:3])
+        return wrench * (scale / force) if force > scale else wrench
+
+
+@dataclass
+class LearnedPredictor:
+    """The torque predictor network (module docstring); `voxels` (G, G, G) the object's grid."""
+
+    net: Scaled
+    voxels: np.ndarray
+    _features: jnp.ndarray | None = field(default=None, init=False, repr=False)
+    _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
+    _limit: float = field(default=np.inf, init=False, repr=False)
+
+    def start(self, situation: GraspSituation) -> None:
+        self._features = _encode(self.net, jnp.asarray(self.voxels, dtype=float))
+        self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
+        self._limit = situation.hand.effort
+
+    def offsets(self, wrench) -> np.ndarray:
+        tau = np.asarray(_head(self.net, self._features, jnp.asarray(np.r_[self._fixed, wrench])))
+        return np.clip(tau, -self._limit, self._limit) / KP
+
+
+def learned_controller(method: str, scale: float, filter_time: float, models: Models, voxels: np.ndarray):
+    """A fresh trial controller with the learned networks: `controller` (ours) or the baseline
+    `without_wrench_estimate` on the learned predictor; `fixed_offsets` needs no network."""
+    from robocal.grasp.controller import ConstantOffsets, GraspController, ZeroWrenchOffsets, make_controller
+
+    if method == "controller":
+        return GraspController(LearnedEstimator(models.estimator, voxels), LearnedPredictor(models.predictor, voxels), filter_time)
+    if method == "without_wrench_estimate":
+        return ConstantOffsets(ZeroWrenchOffsets(LearnedPredictor(models.predictor, voxels)), scale)
+    return make_controller(method, scale, filter_time=filter_time)
+
+
+def object_voxels(models: Models, hand, obj, grasp) -> np.ndarray:
+    """The grid the networks see of `obj` at the grasp's settled pose."""
+    return observe(hand, obj, np.asarray(grasp.object_pose, dtype=float), models.observation)
