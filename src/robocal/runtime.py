@@ -14,6 +14,8 @@ def enable_compilation_cache() -> Path:
     path = Path(os.environ.get("ROBOCAL_JAX_CACHE", default))
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    # Every executable, however quick to compile: a warm run then compiles nothing (the many
+    # small ones together cost seconds, and reading one back takes about a millisecond).
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path

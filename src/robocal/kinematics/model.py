@@ -173,13 +173,21 @@ class RobotModel:
         """Value of every moving joint from the actuated values q (with calibrated offsets)."""
         return self._joint_values(jnp.concatenate([jnp.asarray(theta), jnp.zeros(1)]), jnp.asarray(q))
 
-    def _joint_values(self, theta_ext, q):
+    def _joint_values(self, theta_ext, q, joints: Sequence[str] | None = None):
+        """Values of the moving `joints` (default: all); a mimic's unit gain and zero offset add
+        no operation to a traced graph."""
         if self.sensors is not None:
             table = self._sensor_table(theta_ext)
             q = table[:, 0] + table[:, 1:] @ q
         q = q + theta_ext[self._offset_idx]
         index = {name: i for i, name in enumerate(self.tree.actuated)}
-        return {name: gain * q[index[driver]] + offset for name, (driver, gain, offset) in self._drivers.items()}
+        values = {}
+        for name in self._drivers if joints is None else joints:
+            driver, gain, offset = self._drivers[name]
+            value = q[index[driver]]
+            value = value if gain == 1.0 else gain * value
+            values[name] = value if offset == 0.0 else value + offset
+        return values
 
     def link_poses(self, theta, q, links: Sequence[str]):
         """Poses (len(links), 4, 4) of the links in the root frame for one configuration q.
@@ -203,8 +211,9 @@ class RobotModel:
 
     def _link_poses(self, theta, q, links: tuple[str, ...]):
         theta_ext = jnp.concatenate([theta, jnp.zeros(1)])
-        values = self._joint_values(theta_ext, q)
-        poses = {self.tree.root: jnp.eye(4)}
+        chains = dict.fromkeys(j for link in links for j in self.tree.chain(link))
+        values = self._joint_values(theta_ext, q, [self.tree.joints[j].name for j in chains if self.tree.joints[j].moves])
+        poses = {self.tree.root: np.eye(4)}
         for link in links:
             for j in self.tree.chain(link):
                 joint = self.tree.joints[j]

@@ -9,7 +9,7 @@ perturb exactly the numbers the user knows and write them back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -87,13 +87,37 @@ class Joint:
         return self.moves and self.mimic is None
 
     def motion(self, q):
-        """Transform produced by the joint variable q (NumPy or JAX, as q)."""
+        """Transform produced by the joint variable q (NumPy or JAX, as q): a translation
+        I + q T, a rotation A + sin(q) B + cos(q) C (`motion_basis`), a few primitives in a
+        traced graph instead of Rodrigues' thirty."""
         if self.type == "fixed":
             return np.eye(4)
-        axis = np.asarray(self.axis, dtype=float)
+        constant, sine, cosine, scale = motion_basis(self.type, self.axis)
         if self.type == "prismatic":
-            return tf.translation(axis * q)
-        return tf.homogeneous(tf.axis_angle_to_matrix(axis, q), np.zeros(3))
+            return constant + q * sine
+        xp = tf.array_module(q)
+        angle = q if scale == 1.0 else q * scale
+        return constant + xp.sin(angle) * sine + xp.cos(angle) * cosine
+
+
+@lru_cache(maxsize=None)
+def motion_basis(joint_type: str, axis: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Constant 4x4 matrices (A, B, C) and the axis length s of a moving joint's motion. Prismatic:
+    Trans(axis q) = A + q B. Revolute about the unit axis u = axis / s by the angle s q, with K the
+    skew matrix of u, Rodrigues' I + sin K + (1 - cos) K^2 = A + sin(s q) B + cos(s q) C with
+    A = I + K^2, B = K, C = -K^2 (zero outside the rotation block, A[3, 3] = 1)."""
+    a = np.asarray(axis, dtype=float)
+    scale = float(np.linalg.norm(a))
+    constant, sine, cosine = np.eye(4), np.zeros((4, 4)), np.zeros((4, 4))
+    if joint_type == "prismatic":
+        sine[:3, 3] = a
+        return constant, sine, cosine, 1.0
+    u = a / scale
+    k = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+    constant[:3, :3] += k @ k
+    sine[:3, :3] = k
+    cosine[:3, :3] = -(k @ k)
+    return constant, sine, cosine, scale
 
 
 @dataclass(frozen=True)

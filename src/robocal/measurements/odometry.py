@@ -25,7 +25,6 @@ from robocal.io.intervals import read_intervals
 from robocal.measurements.base import BuildContext, ClosedForm, Measurement, MeasurementConfig, summarize
 from robocal.mobile import censi, se2
 from robocal.mobile.drive import DriveParameters, increment
-from robocal.mobile.tracking import tracked_intervals
 from robocal.parameters import Parameter
 from robocal.validation import Positive, Sigma, Strict
 
@@ -68,6 +67,7 @@ class OdometryConfig(MeasurementConfig):
 class OdometryMeasurement(Measurement):
     type_name = "odometry"
     Config = OdometryConfig
+    config: OdometryConfig
     error_label = "sensor displacement error per interval"
     needs_robot = False
     needs_drive = True
@@ -98,6 +98,8 @@ class OdometryMeasurement(Measurement):
         else:
             mc = self.config.mocap
             offset = None if mc.clock_offset == "auto" else mc.clock_offset
+            from robocal.mobile.tracking import tracked_intervals  # motion-capture and robot-log readers: 1.5 s to import
+
             tracked = tracked_intervals(path, self.ctx.resolve(mc.log), body=mc.body, markers=mc.markers, wheels=mc.wheels, topic=mc.topic, interval=mc.interval, offset=offset)
             intervals, self.source = tracked.intervals, tracked.provenance()
         return {"phi": intervals.phi, "motion": intervals.motion}, intervals.lines
