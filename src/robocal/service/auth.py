@@ -11,7 +11,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -77,14 +77,14 @@ def verify(engine: Engine, presented: str | None) -> Caller:
     good = hmac.compare_digest(stored, digest(match[2] if match else ""))
     if token is None or not good:
         raise HTTPException(401, "missing or invalid token", headers={"WWW-Authenticate": "Bearer"})
-    if token.expires is not None and _aware(token.expires) <= datetime.now(timezone.utc):
+    if token.expires is not None and _aware(token.expires) <= datetime.now(UTC):
         raise HTTPException(401, "token expired", headers={"WWW-Authenticate": "Bearer"})
     return Caller(token.id, token.scope, token.station_id)
 
 
 def _aware(moment: datetime) -> datetime:
     """SQLite returns naive datetimes (stored as UTC)."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Caller:
