@@ -50,14 +50,17 @@ class UploadLimit:
 
 
 def _sqlite_pragmas(engine: Engine) -> None:
-    """Readers beside the one writer (WAL), and writers wait for the lock instead of failing."""
+    """Writers wait for the lock instead of failing (every connection); readers beside the one writer
+    (WAL, a setting the database file keeps)."""
 
     @event.listens_for(engine, "connect")
     def _connect(connection, _record):
         cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
+
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
 
 
 def create_app(engine: Engine, settings: Settings | None = None) -> FastAPI:
