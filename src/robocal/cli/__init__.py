@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from robocal.cli import analyze, calibrate, demo, fleet, grasp, record, simulate, teleop
+from robocal.cli import analyze, calibrate, demo, fleet, grasp, record, service, simulate, teleop
 from robocal.errors import RobocalError
 from robocal.terminal import err
 
@@ -19,6 +19,8 @@ for command in (calibrate.calibrate, calibrate.evaluate, analyze.analyze, demo.d
     app.command()(command)
 for name, group in (("simulate", simulate), ("record", record), ("teleop", teleop), ("grasp", grasp), ("fleet", fleet)):
     app.add_typer(group.app, name=name)
+app.add_typer(service.serve_app, name="serve")
+app.command()(service.station)
 
 
 @app.callback()

@@ -56,7 +56,10 @@ class Agent:
         """Upload every spooled session not yet acknowledged; the server's answers, in order."""
         answers = []
         with self.client() as client:
-            self.offset = estimate_offset(client, self.clock)
+            try:
+                self.offset = estimate_offset(client, self.clock)
+            except httpx.HTTPError as exc:
+                raise RobocalError(f"{self.url}: cannot reach the service ({type(exc).__name__}: {exc}); the recorded sessions stay in {self.spool}") from None
             for folder in self.pending():
                 answer = self.upload(client, folder)
                 (folder / DONE).write_text(json.dumps(answer))
