@@ -12,15 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
 from robocal.analysis.verdict import MISFIT, Verdict, judge
 from robocal.analysis.observability import scaled_condition_number
-from robocal.measurements.base import ClosedForm, Measurement, point_groups, summarize
+from robocal.measurements.base import ClosedForm, Measurement, on_rows, point_groups, rows_shape, summarize
 from robocal.problem import Problem
 from robocal.errors import InputError
 from robocal.solver import Rejection, Solution, solve
@@ -35,6 +33,7 @@ class Calibration:
     solution: Solution
     identifiability: Identifiability
     conditioning: dict[str, float | None]  # Schroer-scaled condition number: per measurement, and "all"
+    crossval: dict | None = None  # CrossValidation.report() where one was run (calibrate --crossval): feeds the verdict
 
     @property
     def estimate(self) -> np.ndarray:
@@ -84,7 +83,7 @@ class Calibration:
             out["warning"] = f"the residuals are {np.sqrt(fit):.1f} times the declared sigmas: the model does not fit the data, and this prediction (parameter uncertainty only) understates the task error"
         return out
 
-    @cached_property
+    @property
     def verdict(self) -> Verdict:
         """Whether to trust this calibration (robocal.analysis.verdict), with the problem's thresholds."""
         return judge(self, self.problem.config.verdict)
@@ -106,6 +105,7 @@ class Calibration:
             },
             "rejected": self.rejected(),
             "task": self.task_prediction,
+            "crossval": self.crossval,
             "verdict": self.verdict.to_dict(),
         }
 
@@ -113,7 +113,7 @@ class Calibration:
 def fit_per_residual(measurement: Measurement, data, theta, keep: np.ndarray) -> float:
     """Mean squared whitened residual over the rows in `keep`: about 1 when the model explains
     the data to the declared sigmas; far above, the errors are not noise but model error."""
-    rows = np.asarray(measurement.jitted("rows")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+    rows = on_rows(measurement, "rows", theta, data)
     return float(np.mean(rows[keep] ** 2))
 
 
@@ -122,7 +122,7 @@ def measurement_metrics(measurement: Measurement, data, before: np.ndarray, afte
     `n` counts errors (a row of m marker points gives m), `rejected` counts dropped rows;
     `removed` is the share of the `headline` figure the calibration removed; `fit_per_residual`
     that of the calibrated model (see MISFIT)."""
-    shape = jax.eval_shape(measurement.errors, jnp.asarray(before), data).shape  # (rows, errors per row)
+    shape = rows_shape(measurement, "errors", before, data)  # (rows, errors per row)
     keep = np.ones(shape[0], bool) if keep is None else np.asarray(keep, bool)
     b, a = measurement.figures(data, before, keep), measurement.figures(data, after, keep)
     h = measurement.headline

@@ -22,7 +22,6 @@ from robocal.errors import InputError
 from robocal.problem import load_problem
 from robocal.report.console import print_summary
 from robocal.report.html import write_html_report
-
 from tests.analysis.verdict_problems import NOISE, write_problem
 
 PARAMETERS, IDENTIFIABLE = 42, 30
@@ -43,6 +42,7 @@ def test_level_is_the_worst_finding():
     assert Verdict((warning,)).level == "warning" and Verdict((warning, fail)).level == "fail"
     assert Verdict((warning,)).at_least("warning") and not Verdict((warning,)).at_least("fail") and Verdict().at_least("ok")
     assert Verdict((warning,)).with_findings([fail]).codes() == ["a", "b"]
+    assert Verdict((Finding("c", "info", "i"),)).level == "ok"
 
 
 def cli_calibrate(monkeypatch, problem, *options) -> tuple[int, dict | None]:
@@ -101,6 +101,7 @@ def test_no_prior_and_too_few_rows(tmp_path):
     assert cal.verdict.level == "fail" and {"too_few_residuals", "rank_deficient", "no_prior_weak"} <= set(found)
     assert found["too_few_residuals"].evidence == {"residuals": 36, "parameters": PARAMETERS}
     assert len(found["rank_deficient"].evidence["directions"]) == PARAMETERS - 4 * 6
+    assert found["rank_deficient"].level == "warning" and found["rank_deficient"].evidence["unheld"] == PARAMETERS - 4 * 6  # no prior holds them
     weak = {e["name"] for e in found["no_prior_weak"].evidence["parameters"]}
     assert set(found["rank_deficient"].evidence["parameters"]) <= weak  # undetermined: no std at all
 
@@ -108,7 +109,7 @@ def test_no_prior_and_too_few_rows(tmp_path):
 def test_held_at_nominal(tmp_path):
     cal = run(tmp_path, parameters={"default": "full", "select": "identifiable"}, true_offsets=np.full(6, 5e-4))
     found = by_code(cal.verdict)
-    assert set(found) == {"held_at_nominal"} and cal.verdict.level == "warning"
+    assert set(found) == {"held_at_nominal"} and found["held_at_nominal"].level == "info" and cal.verdict.level == "ok"
     assert found["held_at_nominal"].evidence["n_parameters"] == PARAMETERS
     assert len(found["held_at_nominal"].evidence["parameters"]) == PARAMETERS - IDENTIFIABLE
     assert f"{PARAMETERS - IDENTIFIABLE} of {PARAMETERS} parameters held at nominal" in found["held_at_nominal"].sentence
@@ -116,7 +117,7 @@ def test_held_at_nominal(tmp_path):
     print_summary(cal, console)
     text = console.export_text()
     assert f"{IDENTIFIABLE} parameters fitted, the data determine {IDENTIFIABLE} directions of them; {PARAMETERS - IDENTIFIABLE} more held at nominal" in text
-    assert "verdict: warning" in text and "(held_at_nominal)" in text
+    assert "verdict: ok: nothing found against this calibration" in text and "(held_at_nominal)" in text
     write_html_report(cal, tmp_path / "report.html", {})
     html = (tmp_path / "report.html").read_text()
     assert html.index("<h2>Verdict</h2>") < html.index("<h2>Errors") and "held_at_nominal" in html

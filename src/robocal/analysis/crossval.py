@@ -24,17 +24,18 @@ a calibration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from robocal.calibration import Calibration, calibrate, solver_options
-from robocal.measurements.base import summarize
 from robocal.errors import RobocalError
+from robocal.measurements.base import summarize
 from robocal.problem import Problem
-from robocal.solver import Solution, solve
+from robocal.problem.schema import PriorConfig
+from robocal.solver import MapProblem, Solution, solve
 
 
 def fold_assignment(problem: Problem, k: int = 5, seed: int = 0) -> list[np.ndarray]:
@@ -61,6 +62,7 @@ class Fold:
     train: list[np.ndarray]  # per measurement: boolean rows the fold was fitted on
     held_out: list[np.ndarray]  # per measurement: boolean rows it is scored on
     errors: list[np.ndarray]  # per measurement (n, m): errors at the fold's estimate, every row
+    rows: list[np.ndarray]  # per measurement (n, k): whitened residual rows at the fold's estimate, every row
 
 
 @dataclass
@@ -71,14 +73,35 @@ class CrossValidation:
     assignment: list[np.ndarray]  # per measurement: fold of each row
     folds: list[Fold]
     baseline_errors: list[np.ndarray]  # per measurement (n, m): errors at the baseline
+    baseline_rows: list[np.ndarray]  # per measurement (n, k): whitened residual rows at the baseline
+    prior_scale: float | None = None  # the robot's prior sigmas were multiplied by this (0: no prior); None: as declared
 
     @property
     def held_out_errors(self) -> list[np.ndarray]:
         """Per measurement (n, m): each row's errors at the estimate of the fold that held it out."""
         return [np.stack([f.errors[b] for f in self.folds])[a, np.arange(len(a))] for b, a in enumerate(self.assignment)]
 
+    def held_out_score(self) -> tuple[float, float]:
+        """(before, after): mean squared whitened residual over the held-out rows the full fit kept,
+        at the baseline and at the estimate of the fold that held each row out. One number across
+        measurements of any kind: about 1 + leverage for a model that predicts to the sigmas."""
+        keep = [mask > 0 for mask in self.calibration.solution.masks]
+        after = [np.stack([f.rows[b] for f in self.folds])[a, np.arange(len(a))] for b, a in enumerate(self.assignment)]
+
+        def mean(rows: list[np.ndarray]) -> float:
+            return float(np.mean(np.concatenate([(r[kp] ** 2).ravel() for r, kp in zip(rows, keep)])))
+
+        return mean(self.baseline_rows), mean(after)
+
+    def spread(self) -> list[dict]:
+        """Per robot parameter: the standard deviation of its estimate over the folds (SI units)."""
+        layout, model = self.calibration.problem.layout, self.calibration.problem.model_parameters()
+        std = np.std(np.stack([f.solution.theta for f in self.folds]), axis=0)
+        return [{"name": p.name, "unit": p.unit, "std": float(s)} for p, s, m in zip(layout.parameters, std, model) if m]
+
     def report(self) -> dict:
-        """Per fold: train and held-out error summaries; pooled: held-out errors before/after."""
+        """Per fold: train and held-out error summaries; pooled: held-out errors before/after, the
+        held-out score and the spread of the robot parameters over the folds."""
         measurements = self.calibration.problem.measurements
         keep = [mask > 0 for mask in self.calibration.solution.masks]
         folds = [
@@ -97,23 +120,57 @@ class CrossValidation:
             {"name": m.name, "type": m.type_name, "n": int(e[kp].size), "unit": "m", "error": m.error_label, "before": summarize(b[kp]), "after": summarize(e[kp])}
             for m, kp, b, e in zip(measurements, keep, self.baseline_errors, self.held_out_errors)
         ]
-        return {"k": self.k, "seed": self.seed, "folds": folds, "held_out": pooled}
+        before, after = self.held_out_score()
+        return {"k": self.k, "seed": self.seed, "prior_scale": self.prior_scale, "folds": folds, "held_out": pooled,
+                "score": {"before": before, "after": after}, "spread": self.spread()}
 
 
-def cross_validate(problem: Problem, k: int = 5, seed: int = 0) -> CrossValidation:
-    """k-fold cross-validation of `problem` (see the module docstring for baseline and masks)."""
+def reference_sigmas(problem: Problem) -> np.ndarray:
+    """Prior sigma of every robot parameter that a prior scale multiplies: the declared one, else
+    robocal's default for its kind (priors: in docs/formats.md); NaN where neither exists (frames,
+    measurement unknowns, kinds without a default)."""
+    defaults = PriorConfig().model_dump()
+    model = problem.model_parameters()
+    sigmas = [p.prior_sigma if p.prior_sigma is not None else defaults.get(p.kind) for p in problem.layout.parameters]
+    return np.array([s if m and s is not None else np.nan for s, m in zip(sigmas, model)], float)
+
+
+def with_prior_scale(problem: Problem, scale: float | None) -> MapProblem:
+    """The problem's MAP problem with the robot's reference prior sigmas (`reference_sigmas`)
+    multiplied by `scale` (0: no prior on the robot; None: the priors as declared). Frames and
+    measurement unknowns keep their priors."""
+    if scale is None:
+        return problem.map_problem
+    sqrt_precision = np.asarray(problem.map_problem.prior_sqrt_precision, float).copy()
+    reference = reference_sigmas(problem)
+    scaled = np.isfinite(reference)
+    sqrt_precision[scaled] = 0.0 if scale == 0 else 1.0 / (scale * reference[scaled])
+    return replace(problem.map_problem, prior_sqrt_precision=sqrt_precision)
+
+
+def cross_validate(problem: Problem, k: int = 5, seed: int = 0, cal: Calibration | None = None, prior_scale: float | None = None,
+                   done: Callable[[], None] | None = None) -> CrossValidation:
+    """k-fold cross-validation of `problem` (see the module docstring for baseline and masks).
+    `cal`: the problem's calibration when it is at hand (else computed); `prior_scale`: see
+    `with_prior_scale` (the baseline and start stay those of the declared priors); `done`: called
+    after each fold (a progress bar)."""
     assignment = fold_assignment(problem, k, seed)
-    cal = calibrate(problem)
+    cal = cal or calibrate(problem)
     options = solver_options(problem)
     keep = [mask > 0 for mask in cal.solution.masks]
+    map_problem = with_prior_scale(problem, prior_scale)
     error_fns = [m.jitted("errors") for m in problem.measurements]
+    row_fns = [m.jitted("rows") for m in problem.measurements]
 
-    def errors(theta: np.ndarray) -> list[np.ndarray]:
-        return [np.asarray(fn(jnp.asarray(theta), d)) for fn, d in zip(error_fns, problem.map_problem.data)]
+    def evaluate(fns, theta: np.ndarray) -> list[np.ndarray]:
+        return [np.asarray(fn(jnp.asarray(theta), d)) for fn, d in zip(fns, map_problem.data)]
 
     folds = []
     for f in range(k):
         train = [(a != f) & kp for a, kp in zip(assignment, keep)]
-        solution = solve(problem.map_problem, cal.baseline, masks=train, **options)
-        folds.append(Fold(f, solution, train, [(a == f) & kp for a, kp in zip(assignment, keep)], errors(solution.theta)))
-    return CrossValidation(cal, k, seed, assignment, folds, errors(cal.baseline))
+        solution = solve(map_problem, cal.baseline, masks=train, **options)
+        held_out = [(a == f) & kp for a, kp in zip(assignment, keep)]
+        folds.append(Fold(f, solution, train, held_out, evaluate(error_fns, solution.theta), evaluate(row_fns, solution.theta)))
+        if done is not None:
+            done()
+    return CrossValidation(cal, k, seed, assignment, folds, evaluate(error_fns, cal.baseline), evaluate(row_fns, cal.baseline), prior_scale)

@@ -1,9 +1,10 @@
 """Whether to trust a calibration: a verdict (ok / warning / fail) from a list of findings.
 
-Every finding has a code (stable, for scripts and the fleet platform), a level, one plain sentence
-and its evidence (numbers in SI units). The verdict's level is the worst of its findings' levels;
-`ok` when there is none. `judge(calibration, thresholds)` needs no solve beyond the calibration's
-own; a cross-validation (robocal.analysis.crossval) adds its findings through `crossval_findings`.
+Every finding has a code (stable, for scripts and the fleet platform), a level (info, warning,
+fail), one plain sentence and its evidence (numbers in SI units). The verdict's level is the worst
+of its findings' levels, an info counting as ok; `ok` when there is none. `judge(calibration,
+thresholds)` needs no solve beyond the calibration's own; a cross-validation
+(robocal.analysis.crossval, `calibrate --crossval`) adds its findings (`crossval_findings`).
 
 Findings and their levels (thresholds: `VerdictConfig`, the problem file's `verdict:` key):
 
@@ -12,9 +13,10 @@ Findings and their levels (thresholds: `VerdictConfig`, the problem file's `verd
 - fail `too_few_residuals`: no more residuals than parameters: the model fits any data exactly.
 - fail `implausible_size`: a robot parameter moved more than `max_translation` / `max_rotation`
   from nominal, a size no machined or assembled part is off by.
-- warning `rank_deficient`: directions of the parameters the data do not change along; only the
-  priors hold them, the calibration says nothing about them.
-- warning `held_at_nominal`: `parameters.select: identifiable` fixed parameters at nominal.
+- `rank_deficient`: directions of the parameters the data do not change along; the calibration
+  says nothing about them. info where the priors hold every such direction (MAP's intended use),
+  warning where some direction has no prior on any of its parameters (its estimate is arbitrary).
+- info `held_at_nominal`: `parameters.select: identifiable` fixed parameters at nominal.
 - warning `beyond_prior`: a parameter moved more than `prior_sigmas` prior sigmas from nominal:
   the data and the prior disagree (a too tight prior, or a model or data error).
 - warning `no_prior_weak`: a parameter without a prior is weakly determined by the data alone
@@ -40,11 +42,11 @@ from pydantic import Field
 from robocal.validation import Positive, Strict
 
 if TYPE_CHECKING:
-    from robocal.analysis.crossval import CrossValidation
     from robocal.calibration import Calibration
 
-Level = Literal["ok", "warning", "fail"]
+Level = Literal["ok", "warning", "fail"]  # of a verdict
 LEVELS = ("ok", "warning", "fail")
+FindingLevel = Literal["info", "warning", "fail"]  # info: said, but no reason to distrust the result
 MISFIT = 4.0  # mean squared whitened residual above which a model does not explain its data
 
 
@@ -69,7 +71,7 @@ class VerdictConfig(Strict):
 @dataclass(frozen=True)
 class Finding:
     code: str
-    level: Level
+    level: FindingLevel
     sentence: str
     evidence: dict = field(default_factory=dict)
 
@@ -80,7 +82,7 @@ class Verdict:
 
     @property
     def level(self) -> Level:
-        return max((f.level for f in self.findings), key=LEVELS.index, default="ok")
+        return max(("ok" if f.level == "info" else f.level for f in self.findings), key=LEVELS.index, default="ok")
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
@@ -124,17 +126,31 @@ def solver_findings(cal: Calibration) -> list[Finding]:
     return out
 
 
+def unheld_directions(cal: Calibration) -> int:
+    """How many directions of the data's kernel no prior holds either: the rank deficiency of the
+    prior precision restricted to the kernel, N^T P N (N: orthonormal kernel basis)."""
+    basis = cal.identifiability.basis
+    if basis is None or basis.shape[1] == 0:
+        return 0
+    held = basis.T @ (np.asarray(cal.problem.map_problem.prior_sqrt_precision)[:, None] ** 2 * basis)
+    w = np.linalg.eigvalsh(held)
+    return int((w <= 1e-12 * max(float(w.max()), 1e-300)).sum())
+
+
 def identifiability_findings(cal: Calibration) -> list[Finding]:
+    """What the data do not determine: a note where the priors hold it, a warning where nothing does."""
     ident, out = cal.identifiability, []
     if ident.kernel:
         involved = sorted({name for direction in ident.kernel for name in direction}, key=cal.problem.layout.names.index)
-        out.append(Finding("rank_deficient", "warning", f"the data do not determine {len(ident.kernel)} direction(s) of the parameters, involving "
-                           f"{len(involved)} parameters ({_names(involved)}): only the priors hold them, this calibration says nothing about them",
-                           {"rank": ident.rank, "n_parameters": ident.n_parameters, "directions": ident.kernel, "parameters": involved}))
+        unheld = unheld_directions(cal)
+        held_by = "only the priors hold them" if not unheld else f"{unheld} of them no prior holds either: their estimate is arbitrary"
+        out.append(Finding("rank_deficient", "warning" if unheld else "info", f"the data do not determine {len(ident.kernel)} direction(s) of the parameters, "
+                           f"involving {len(involved)} parameters ({_names(involved)}); {held_by}, and this calibration says nothing about them",
+                           {"rank": ident.rank, "n_parameters": ident.n_parameters, "unheld": unheld, "directions": ident.kernel, "parameters": involved}))
     held = list(cal.problem.unidentifiable)
     if held:
         total = len(held) + ident.n_parameters
-        out.append(Finding("held_at_nominal", "warning", f"{len(held)} of {total} parameters held at nominal as not identifiable from these data "
+        out.append(Finding("held_at_nominal", "info", f"{len(held)} of {total} parameters held at nominal as not identifiable from these data "
                            f"(parameters.select: identifiable): {_names(held)}; their errors stay in the robot", {"parameters": held, "n_parameters": total}))
     return out
 
@@ -183,7 +199,40 @@ def residual_findings(cal: Calibration, cfg: VerdictConfig) -> list[Finding]:
     return out
 
 
+def unstable_parameters(spread: list[dict], cfg: VerdictConfig, most: int = 5) -> list[dict]:
+    """The robot parameters whose estimates differ most between the folds of a cross-validation,
+    relative to the weak-determination thresholds (those beyond them first), at most `most`."""
+    limit = {"m": cfg.weak_translation, "rad": cfg.weak_rotation}
+    ranked = sorted((p for p in spread if p["unit"] in limit), key=lambda p: -p["std"] / limit[p["unit"]])
+    beyond = [p for p in ranked if p["std"] > limit[p["unit"]]]
+    return (beyond or ranked)[:most]
+
+
+def crossval_findings(cal: Calibration, crossval: dict, cfg: VerdictConfig) -> list[Finding]:
+    """Findings of a cross-validation (`CrossValidation.report()`): per measurement, held-out rms
+    of the calibrated model against the nominal one's and against the training rms."""
+    training = {m["name"]: m["after"]["rms"] for m in cal.metrics}
+    unstable = unstable_parameters(crossval["spread"], cfg)
+    named = ", ".join(f"{p['name']} {_length(p['std'], p['unit'])}" for p in unstable)
+    out = []
+    for m in crossval["held_out"]:
+        before, after, train = m["before"]["rms"], m["after"]["rms"], training[m["name"]]
+        evidence = {"measurement": m["name"], "k": crossval["k"], "held_out_before": before, "held_out_after": after, "training_after": train, "unstable": unstable}
+        figures = f"held-out rms {after * 1e3:.3g} mm against {before * 1e3:.3g} mm for the nominal robot and {train * 1e3:.3g} mm on the training rows"
+        if after > before:
+            out.append(Finding("crossval_worse_than_nominal", "fail", f"{m['name']}: on rows it was not fitted to ({crossval['k']}-fold cross-validation) the calibrated model "
+                               f"is worse than the nominal one ({figures}): it fits noise; the parameters that change most between folds (std): {named}", evidence))
+        elif after > cfg.crossval_ratio * train:
+            out.append(Finding("crossval_overfit", "warning", f"{m['name']}: {figures}, more than {cfg.crossval_ratio:g} times the training error: the fit "
+                               f"follows the noise of its rows; the parameters that change most between folds (std): {named}", evidence))
+    return out
+
+
 def judge(cal: Calibration, cfg: VerdictConfig | None = None) -> Verdict:
-    """The verdict on a calibration from what it already holds (no further solve)."""
+    """The verdict on a calibration from what it holds (no further solve): with a cross-validation
+    (`cal.crossval`, from `calibrate --crossval`) its findings too."""
     cfg = cfg or VerdictConfig()
-    return Verdict(tuple(solver_findings(cal) + identifiability_findings(cal) + parameter_findings(cal, cfg) + residual_findings(cal, cfg)))
+    findings = solver_findings(cal) + identifiability_findings(cal) + parameter_findings(cal, cfg) + residual_findings(cal, cfg)
+    if cal.crossval is not None:
+        findings += crossval_findings(cal, cal.crossval, cfg)
+    return Verdict(tuple(findings))

@@ -1,4 +1,5 @@
-"""`robocal calibrate` and `robocal evaluate`: a calibration, and its result scored on other data or a true robot."""
+"""`robocal calibrate`, `robocal crossval` and `robocal evaluate`: a calibration, its cross-validation
+under several prior strengths, and its result scored on other data or a true robot."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.table import Table
 
-from robocal.cli.options import names
+from robocal.cli.options import csv_list, names
 from robocal.errors import RobocalError
-from robocal.terminal import err, out
+from robocal.terminal import err, out, progress_bar
+
+FOLDS = 5  # k of calibrate --crossval and the default of crossval: the seed paper's 80/20 split
 
 
 def calibrate(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
     fail_on: Annotated[Optional[str], typer.Option("--fail-on", help="exit with code 1 when the verdict is this level or worse: warning or fail (docs/trust.md)")] = None,
+    crossval: Annotated[bool, typer.Option("--crossval", help="also cross-validate (5 folds, seed 0): held-out errors in report.json `crossval`, findings in the verdict")] = False,
 ) -> None:
     """Calibrate: write report.json, frames.yaml, calibrated.urdf and report.html to --out."""
     from robocal.calibration import calibrate as run
@@ -34,6 +39,12 @@ def calibrate(
     preflight(out_dir, input_files(loaded).values())
     with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
         cal = run(loaded)
+    if crossval:
+        from robocal.analysis.crossval import cross_validate
+
+        with progress_bar() as bar:
+            task = bar.add_task("cross-validation folds", total=FOLDS)
+            cal.crossval = cross_validate(loaded, FOLDS, 0, cal, done=lambda: bar.advance(task)).report()
     with staged(out_dir) as stage:
         files = moved(write_results(cal, stage), stage, out_dir)
     print_summary(cal, out)
@@ -41,6 +52,49 @@ def calibrate(
     if fail_on is not None and cal.verdict.at_least(fail_on):
         err.print(f"verdict {cal.verdict.level} (--fail-on {fail_on}): exit code 1", markup=False, highlight=False)
         raise typer.Exit(1)
+
+
+def crossval(
+    problem: Annotated[Path, typer.Argument(help="problem YAML")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/crossval"),
+    k: Annotated[int, typer.Option("--k", min=2, help="folds")] = FOLDS,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the fold assignment")] = 0,
+    scales: Annotated[Optional[str], typer.Option("--scales", help="prior strengths, comma-separated multiples of the robot's prior sigmas; 0: no prior (default 0,0.1,0.3,1,3,10)")] = None,
+) -> None:
+    """k-fold cross-validation under several prior strengths: held-out error per setting, a
+    recommendation, crossval.json and crossval.png in --out (docs/trust.md)."""
+    from robocal.analysis.prior_sweep import SCALES, label, plot_sweep, prior_sweep
+    from robocal.calibration import calibrate as run
+    from robocal.outputs import moved, preflight, staged
+    from robocal.problem import load_problem
+    from robocal.provenance import input_files
+
+    chosen = SCALES if scales is None else csv_list(scales, "--scales", float)
+    if not all(0 <= v < float("inf") for v in chosen):
+        raise RobocalError(f"--scales '{scales}': every value must be a finite number >= 0")
+    preflight(out_dir, [problem])
+    with err.status("loading problem"):
+        loaded = load_problem(problem)
+    preflight(out_dir, input_files(loaded).values())
+    with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
+        cal = run(loaded)
+    with progress_bar() as bar:
+        task = bar.add_task(f"{len(chosen)} prior settings x {k} folds", total=len(chosen) * k)
+        report = prior_sweep(loaded, chosen, k, seed, cal, done=lambda: bar.advance(task))
+    with staged(out_dir) as stage:
+        (stage / "crossval.json").write_text(json.dumps(report, indent=2) + "\n")
+        plot_sweep(report, stage / "crossval.png", f"{problem.name}: {k}-fold cross-validation")
+        files = moved([stage / "crossval.json", stage / "crossval.png"], stage, out_dir)
+    table = Table(title=f"held-out errors ({k} folds): score = mean squared residual / sigma²; nominal robot {report['before']:.3g}")
+    names_ = [m["name"] for m in report["settings"][0]["held_out"]]
+    for column in ("robot priors", "score", *(f"{n} rms (mm)" for n in names_), "converged"):
+        table.add_column(column, justify="left" if column == "robot priors" else "right")
+    for s in report["settings"]:
+        mark = " (recommended)" if s["scale"] == report["recommended"] else ""
+        table.add_row(label(s["scale"]) + mark, f"{s['score']:.3g}", *(f"{m['rms'] * 1e3:.3f}" for m in s["held_out"]), "yes" if s["converged"] else "no")
+    out.print(table)
+    out.print(f"recommendation: {report['recommendation']}", markup=False, highlight=False)
+    out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
 
 
 def evaluate(

@@ -40,12 +40,13 @@ def print_summary(cal: Calibration, console: Console) -> None:
     print_verdict(cal.verdict, console)
 
 
-STYLE = {"ok": "green", "warning": "yellow", "fail": "red"}
+STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "fail": "red"}
 
 
 def print_verdict(verdict: Verdict, console: Console) -> None:
     """The verdict's level, then one line per finding (docs/trust.md)."""
-    console.print(f"verdict: [bold {STYLE[verdict.level]}]{verdict.level}[/]" + ("" if verdict.findings else ": no finding against this calibration"))
+    against = any(f.level != "info" for f in verdict.findings)
+    console.print(f"verdict: [bold {STYLE[verdict.level]}]{verdict.level}[/]" + ("" if against else ": nothing found against this calibration"))
     for f in verdict.findings:
         console.print(f"[{STYLE[f.level]}]{f.level}:[/] {escape(f.sentence)} [dim]({f.code})[/]")
 

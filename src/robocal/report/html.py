@@ -159,7 +159,8 @@ def _identifiability(cal: Calibration) -> str:
 def verdict_html(verdict: Verdict) -> str:
     """The verdict's level and its findings (code, sentence, evidence), docs/trust.md."""
     css = {"ok": "ok", "warning": "warn", "fail": "fail"}
-    text = f'<p class="{css[verdict.level]}"><strong>{escape(verdict.level)}</strong>' + ("" if verdict.findings else ": no finding against this calibration") + "</p>"
+    against = any(f.level != "info" for f in verdict.findings)
+    text = f'<p class="{css[verdict.level]}"><strong>{escape(verdict.level)}</strong>' + ("" if against else ": nothing found against this calibration") + "</p>"
     if not verdict.findings:
         return text
     rows = [[f.level, f.code, f.sentence, json.dumps(f.evidence, default=float)[:600]] for f in verdict.findings]
