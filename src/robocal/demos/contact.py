@@ -24,12 +24,15 @@ from rich.table import Table
 
 from robocal.analysis.task_error import task_errors
 from robocal.calibration import calibrate
+from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
 from robocal.problem import Problem, load_problem
 from robocal.report.console import step
 from robocal.report.html import figure_html, table_html, write_page
 from robocal.results import write_results
-from robocal.simulation.contact import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, SIGMA, dlr_hand_pairs, perturbed_dlr_hand, simulate_contacts, write_contact_csv
+from robocal.simulation.contact.dlr_hand import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, SIGMA, dlr_hand_pairs, perturbed_dlr_hand
+from robocal.simulation.contact.search import simulate_contacts
+from robocal.simulation.contact.writer import write_contact_csv
 from robocal.simulation.testset import uniform_cartesian_test_set
 
 SEED = 0
@@ -91,9 +94,12 @@ def run_demo(out_dir: Path, console: Console) -> dict:
             cal = calibrate(problem)
             write_results(cal, out_dir / model)
         fits[model] = (problem, cal.estimate)
-        predicted[model] = cal.task_prediction["predicted"]["mean"]
-        if "warning" in cal.task_prediction:
-            console.print(f"  {model}: {cal.task_prediction['warning']}")
+        prediction = cal.task_prediction
+        if prediction is None:
+            raise RobocalError(f"the {model} problem has no task to predict")
+        predicted[model] = prediction["predicted"]["mean"]
+        if "warning" in prediction:
+            console.print(f"  {model}: {prediction['warning']}")
     fits = {"nominal": (fits["full_dh"][0], fits["full_dh"][0].theta0), **fits}
 
     with step(console, "scoring against the true hand"):
@@ -101,6 +107,8 @@ def run_demo(out_dir: Path, console: Console) -> dict:
         signed, table = {}, []
         for model, (problem, theta) in fits.items():
             signed[model] = _signed(problem, theta, held_out)
+            if problem.robot is None:
+                raise RobocalError(f"the {model} problem has no robot")
             task = task_errors(problem.robot, theta[problem.layout.blocks["robot"]], truth, theta_true, q_test, TIPS[0], list(TIPS[1:]))
             table.append({"model": model, **_stats(signed[model], task), "task_predicted_mean": predicted[model]})
 
@@ -148,7 +156,7 @@ def _histogram(signed: dict) -> Figure:
     ax = fig.add_subplot()
     edges = np.linspace(min(v.min() for v in signed.values()) * 1e3, max(v.max() for v in signed.values()) * 1e3, 50)
     for model, values in signed.items():
-        ax.hist(values * 1e3, bins=edges, histtype="step", linewidth=1.6, label=model)
+        ax.hist(values * 1e3, bins=edges.tolist(), histtype="step", linewidth=1.6, label=model)
     ax.set_xlabel("signed contact error (mm): > 0 apart, < 0 penetrating")
     ax.set_ylabel("held-out contacts")
     ax.legend()

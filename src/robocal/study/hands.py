@@ -6,7 +6,7 @@ For each simulated hand (seed h):
 1. the truth: every DH parameter of the 16 finger joints of the DLR-Hand II perturbed uniformly by
    up to `translation` / `rotation` (5 mm / 5 deg);
 2. candidate pools measured on the true hand: `contact`: the contact search of
-   `robocal.simulation.contact` (`pool_per_pair` contacts per finger pair, exact geometric
+   `robocal.simulation.contact.search` (`pool_per_pair` contacts per finger pair, exact geometric
    detection); `cartesian`: `cartesian_pool` random configurations, each giving one sample per
    fingertip (its position in the palm frame, `marker_noise` per coordinate);
 3. designs at the nominal hand (the only model known before calibrating), with the Jacobians at
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from importlib import resources
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -48,7 +48,9 @@ from robocal.kinematics.model import RobotModel
 from robocal.problem import Problem, load_problem
 from robocal.problem.build import jnp_tree, joint_modes
 from robocal.problem.schema import ParametersConfig
-from robocal.simulation.contact import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, dlr_hand_pairs, simulate_contacts, write_contact_csv
+from robocal.simulation.contact.dlr_hand import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, dlr_hand_pairs
+from robocal.simulation.contact.search import simulate_contacts
+from robocal.simulation.contact.writer import write_contact_csv
 from robocal.simulation.markers import MarkerBody, simulate_markers
 from robocal.simulation.perturb import perturb_parameters
 from robocal.simulation.sampling import sample_configurations
@@ -123,7 +125,7 @@ class HandStudy:
         self.problems: dict[str, Problem] = {}  # loaded once the first hand's data exist
         # The true hands: the same model for every hand (compiled once), their own parameters.
         tree = load_dh(self.folder / DLR_ROBOT)
-        self.sim_robot = RobotModel(tree, joint_modes(tree, ParametersConfig(**DLR_PARAMETERS), self.folder / DLR_ROBOT))
+        self.sim_robot = RobotModel(tree, joint_modes(tree, ParametersConfig.model_validate(DLR_PARAMETERS), self.folder / DLR_ROBOT))
         self.geometry = load_geometry(GeometryConfig(files=[self.folder / DLR_GEOMETRY]), self.folder)
 
     def _measure(self, seed: int, theta_true: np.ndarray) -> None:
@@ -154,7 +156,7 @@ class HandStudy:
             self._setup()
         score = lambda problem, theta: task_errors(problem.robot, theta[problem.layout.blocks["robot"]], self.sim_robot, theta_true, self.q_test, TIPS[0], TIPS[1:])
         first = next(iter(self.problems.values()))
-        row = {"hand": h, "seed": seed, "nominal": float(score(first, first.theta0).mean())}
+        row: dict[str, Any] = {"hand": h, "seed": seed, "nominal": float(score(first, first.theta0).mean())}
         for name, problem in self.problems.items():
             data = [jnp_tree(m.load(m.ctx.resolve(m.config.data))[0]) for m in problem.measurements]
             map_problem = dataclasses.replace(problem.map_problem, data=data)
@@ -182,7 +184,7 @@ class HandStudy:
     def _designs(self, criterion: TaskDOptimal, seed: int) -> dict[tuple[str, int], np.ndarray]:
         """Chosen candidates per (strategy, size), strategies in config order, sizes ascending."""
         sizes = sorted(self.config.sizes)
-        greedy = criterion.greedy(sizes[-1]).order if {"greedy", "detmax"} & set(self.config.strategies) else None
+        greedy = criterion.greedy(sizes[-1]).order if {"greedy", "detmax"} & set(self.config.strategies) else np.zeros(0, dtype=int)
         permutation = np.random.default_rng(seed).permutation(criterion.n_candidates)
         out = {}
         for strategy in self.config.strategies:
@@ -209,6 +211,8 @@ def _init_worker(config: StudyConfig, cache: bool) -> None:
 
 
 def _run_in_worker(h: int) -> dict:
+    if _worker is None:
+        raise RuntimeError("a study worker runs hands only after _init_worker")
     return _worker.run(h)
 
 
@@ -223,7 +227,7 @@ def run_hands(config: StudyConfig, workers: int = 1, progress: Callable[[dict], 
         return rows
     # Each process computes single-threaded: the parallelism is across hands. The spawned
     # processes read XLA_FLAGS from the environment they inherit.
-    cache = bool(jax.config.jax_compilation_cache_dir)
+    cache = bool(jax.config.jax_compilation_cache_dir)  # type: ignore[attr-defined]  # jax.config sets its flags as attributes at run time
     previous = os.environ.get("XLA_FLAGS")
     os.environ["XLA_FLAGS"] = f"{previous or ''} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
     try:
