@@ -21,6 +21,7 @@ reads a `robocal grasp train` output folder (its `estimator/` and `predictor/` r
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -98,14 +99,17 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
     return Models(nets["estimator"], nets["predictor"], ObservationConfig(grid=state["grid"], side=side), meta)
 
 
-@eqx.filter_jit
-def _encode(net: Scaled, voxels: jnp.ndarray) -> jnp.ndarray:
-    return net.encode(voxels)
+_COMPILED: dict[int, tuple[Scaled, Callable, Callable]] = {}
 
 
-@eqx.filter_jit
-def _head(net: Scaled, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
-    return net.head(features, inputs)
+def compiled(net: Scaled) -> tuple[Callable, Callable]:
+    """`net.encode` and `net.head` jitted with the weights as constants, once per network in a
+    process: a cycle then passes two arrays, not the network's leaves."""
+    if id(net) not in _COMPILED:
+        encode = jax.jit(lambda voxels: net.encode(voxels))
+        head = jax.jit(lambda features, inputs: net.head(features, inputs))
+        _COMPILED[id(net)] = (net, encode, head)  # the net is kept: its id stays its own
+    return _COMPILED[id(net)][1:]
 
 
 @dataclass
@@ -114,16 +118,18 @@ class LearnedEstimator:
 
     net: Scaled
     voxels: np.ndarray
-    _features: jnp.ndarray | None = field(default=None, init=False, repr=False)
+    _features: np.ndarray | None = field(default=None, init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
+    _head: Callable | None = field(default=None, init=False, repr=False)
 
     def start(self, situation: GraspSituation) -> None:
-        self._features = _encode(self.net, jnp.asarray(self.voxels, dtype=float))
+        encode, self._head = compiled(self.net)
+        self._features = np.asarray(encode(jnp.asarray(self.voxels, dtype=float)))  # waits for the encoding
         self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
 
     def estimate(self, q_d, q_m, tau_m) -> np.ndarray:
-        out = np.asarray(_head(self.net, self._features, jnp.asarray(np.r_[self._fixed, q_d, tau_m])))
-        wrench, scale = out[:6], float(jax.nn.softplus(out[6]))
+        out = np.asarray(self._head(self._features, np.r_[self._fixed, q_d, tau_m]))
+        wrench, scale = out[:6], float(np.logaddexp(0.0, out[6]))  # softplus
         force = np.linalg.norm(wrench[:3])
         return wrench * (scale / force) if force > scale else wrench
 
@@ -134,17 +140,19 @@ class LearnedPredictor:
 
     net: Scaled
     voxels: np.ndarray
-    _features: jnp.ndarray | None = field(default=None, init=False, repr=False)
+    _features: np.ndarray | None = field(default=None, init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
+    _head: Callable | None = field(default=None, init=False, repr=False)
     _limit: float = field(default=np.inf, init=False, repr=False)
 
     def start(self, situation: GraspSituation) -> None:
-        self._features = _encode(self.net, jnp.asarray(self.voxels, dtype=float))
+        encode, self._head = compiled(self.net)
+        self._features = np.asarray(encode(jnp.asarray(self.voxels, dtype=float)))  # waits for the encoding
         self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
         self._limit = situation.hand.effort
 
     def offsets(self, wrench) -> np.ndarray:
-        tau = np.asarray(_head(self.net, self._features, jnp.asarray(np.r_[self._fixed, wrench])))
+        tau = np.asarray(self._head(self._features, np.r_[self._fixed, wrench]))
         return np.clip(tau, -self._limit, self._limit) / KP
 
 
