@@ -139,4 +139,21 @@ def test_sql_injection_in_every_text_field(service):
             assert engineer.get("/api/units/" + text).status_code in (404, 422)
             assert engineer.get("/api/jobs", params={"status": text}).status_code == 422
             assert engineer.get("/api/units", headers={"Authorization": f"Bearer {text}"}).status_code == 401
+            assert admin.put("/api/models/arm6/criteria", json={"criteria": text}).status_code == 422
+            assert admin.post("/api/models", json={"name": "m2", "urdf": text}).status_code == 422
+            assert a.post("/login", data={"token": text}).status_code == 401
     assert counts(service) == before  # every table there, nothing added
+
+
+def test_dashboard_needs_a_token(service):
+    with service.client(None) as browser:
+        assert browser.get("/").status_code == 303 and browser.get("/").headers["location"] == "/login"
+        assert browser.get("/units/U-A").status_code == 303
+        assert browser.post("/login", data={"token": "rc1_" + "A" * 43}).status_code == 401
+        signed = browser.post("/login", data={"token": service.tokens["expired"]})
+        assert signed.status_code == 401 and "token expired" in signed.text
+        assert browser.get("/").status_code == 303  # no cookie was set
+        assert browser.post("/login", data={"token": service.tokens["engineer"]}).status_code == 303
+        page = browser.get("/")
+        assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
+        assert "<script" not in page.text
