@@ -40,7 +40,6 @@ def teleop_show(
     from robocal.teleop.contact import contact_warnings, parse_object
     from robocal.teleop.picture import draw, save_picture
 
-    mapping = HandMapping.load(mapping_file)
     if interactive:
         import matplotlib
 
@@ -50,6 +49,7 @@ def teleop_show(
     table = read_table(joints)
     if row > len(table):
         raise RobocalError(f"{joints}: --row {row}, but the file has {len(table)} data rows")
+    mapping = HandMapping.load(mapping_file)  # after the cheap checks: it builds both hands' models
     if sensors is None:
         poses = table.columns(list(mapping.config.human.actuated), what="human joint column")
     else:

@@ -71,11 +71,18 @@ def parse_document(path: str | Path) -> etree._ElementTree:
         raise InputError(path, f"{size / 2**20:.0f} MiB is more than the {MAX_BYTES // 2**20} MiB a URDF may have")
     parser = etree.XMLParser(remove_comments=False, remove_blank_text=False, resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
     try:
-        return etree.parse(str(path), parser)
+        document = etree.parse(str(path), parser)
     except OSError as exc:
         raise InputError(path, f"cannot read URDF ({exc})") from None
     except etree.XMLSyntaxError as exc:
         raise InputError(path, f"not valid XML: {exc.msg}", line=exc.lineno) from None
+    info = document.docinfo
+    if info.internalDTD is not None or info.system_url or info.public_id:
+        raw = path.read_bytes()
+        head = raw[: raw.find(b"<!DOCTYPE") + 1]
+        raise InputError(path, "declares a DOCTYPE; a URDF has none, and robocal reads no DTD (its entities could read local "
+                         "files, reach the network or expand without bound): remove the <!DOCTYPE ...> declaration", line=head.count(b"\n") + 1)
+    return document
 
 
 def load_urdf(path: str | Path) -> KinematicTree:
