@@ -32,8 +32,8 @@ def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:
     for pattern, mode in config.joints.items():
         matched = [j.name for j in tree.joints if fnmatch.fnmatchcase(j.name, pattern)]
         if not matched:
-            raise InputError(path, f"no joint matches '{pattern}' (the robot's joints: {', '.join(j.name for j in tree.joints)})",
-                             field=f"parameters.joints.{pattern}")
+            known = f"the robot's joints: {', '.join(j.name for j in tree.joints)}" if tree.joints else "the robot has no joints"
+            raise InputError(path, f"no joint matches '{pattern}' ({known})", field=f"parameters.joints.{pattern}")
         for name in matched:
             modes[name] = mode
     return modes
