@@ -3,23 +3,21 @@ simulation, against the true robot in task space on the uniform Cartesian test s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from scipy.stats import spearmanr
 
 from robocal.analysis.task_error import task_errors
 from robocal.analysis.task_uncertainty import Task
 from robocal.calibration import MISFIT, measurement_metrics
-from robocal.measurements.base import Measurement, summarize
 from robocal.errors import RobocalError
+from robocal.kinematics.load import load_robot
 from robocal.kinematics.model import RobotModel
+from robocal.measurements.base import Measurement, summarize
 from robocal.problem import Problem, load_problem
 from robocal.provenance import check_inputs
-from robocal.kinematics.load import load_robot
 from robocal.results import read_results
 from robocal.simulation.testset import uniform_cartesian_test_set
 
@@ -62,7 +60,7 @@ def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measu
 
 def location(measurement: Measurement, data, theta) -> np.ndarray:
     """Mean position (root frame) of the measured links over the rows: where in the workspace the data are."""
-    poses = measurement.jitted("link_poses", static_argnums=2)(jnp.asarray(theta), jnp.asarray(measurement.configurations(data)), measurement.links())
+    poses = measurement.link_poses(np.asarray(theta, dtype=float), measurement.configurations(data), measurement.links())
     return np.asarray(poses[..., :3, 3]).reshape(-1, 3).mean(axis=0)
 
 
@@ -134,6 +132,8 @@ def evaluate_truth(
     robot, block = problem.robot, problem.layout.blocks["robot"]
     task = Task.default(problem, reference, tips, n=n, seed=seed)
     true_robot = RobotModel(load_robot(truth))
+    if robot is None:
+        raise RobocalError(f"{problem_path}: --truth compares robot models; the problem has no robot")
     q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), n, seed)
     errors = {name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips)) for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))}
     return {"truth": str(truth), "result": str(result), "reference": task.reference, "tips": list(task.tips), "n": n, "seed": seed, "unit": "m", "task": errors}

@@ -55,10 +55,13 @@ def translation(v):
     return homogeneous(np.eye(3), v)
 
 
+# skew(v) = LEVI_CIVITA @ v: entry (i, j) is -sum_k eps_ijk v_k (one exact product in a traced graph)
+LEVI_CIVITA = -np.array([[[0, 0, 0], [0, 0, 1], [0, -1, 0]], [[0, 0, -1], [0, 0, 0], [1, 0, 0]], [[0, 1, 0], [-1, 0, 0], [0, 0, 0]]], dtype=float)
+
+
 def skew(v):
-    xp = array_module(v)
-    z = xp.zeros_like(v[0])
-    return xp.array([[z, -v[2], v[1]], [v[2], z, -v[0]], [-v[1], v[0], z]])
+    """The cross-product matrix [v]x of a 3-vector: skew(v) @ u = v x u."""
+    return array_module(v).tensordot(LEVI_CIVITA, v, axes=1)
 
 
 def rotvec_to_matrix(w):

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from robocal.errors import InputError
 from robocal.io.table import Table, read_table
-from robocal.kinematics.model import RobotModel
+from robocal.kinematics.model import RobotModel, row_bucket
 from robocal.parameters import ParameterLayout
 from robocal.frames import Frame
 from robocal.validation import Sigma, Strict
@@ -64,7 +64,34 @@ def point_groups(n: int, k: int, columns: list[np.ndarray]) -> list[np.ndarray]:
 
 def measurement_errors(measurement: Measurement, data, theta) -> np.ndarray:
     """Unwhitened errors (n, m) in SI units of one measurement on `data` at `theta` (jitted)."""
-    return np.asarray(measurement.jitted("errors")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
+    return on_rows(measurement, "errors", theta, data)
+
+
+def on_rows(measurement: Measurement, method: str, theta, data) -> np.ndarray:
+    """`measurement.<method>(theta, data)`, jitted, as NumPy with one entry per row first, on
+    the data padded by `padded_rows` (the padding cut off the result again)."""
+    padded, n = padded_rows(measurement, data)
+    out = np.asarray(measurement.jitted(method)(jnp.asarray(theta), padded))
+    return out[:n]
+
+
+def rows_shape(measurement: Measurement, method: str, theta, data) -> tuple[int, ...]:
+    """Shape of `on_rows(measurement, method, theta, data)`, traced but not computed (the trace
+    is the one `on_rows` then reuses)."""
+    padded, n = padded_rows(measurement, data)
+    return (n, *measurement.jitted(method).eval_shape(jnp.asarray(theta), padded).shape[1:])
+
+
+def padded_rows(measurement: Measurement, data) -> tuple[dict, int]:
+    """(the data as JAX arrays, their row count n). Where the rows are independent and every leaf
+    has one entry per row, padded to `row_bucket(n)` rows by repeating the last row, so that
+    data files of other lengths reuse the compiled code."""
+    leaves = jax.tree.leaves(data)
+    n = len(leaves[0]) if leaves else 0
+    pad = row_bucket(n) - n if n and measurement.independent_rows and measurement.rows_first else 0
+    if pad:
+        data = jax.tree.map(lambda leaf: np.concatenate([leaf, np.repeat(np.asarray(leaf)[-1:], pad, axis=0)]), data)
+    return jax.tree.map(jnp.asarray, data), n
 
 
 @dataclass
@@ -85,6 +112,7 @@ class Measurement(ABC):
     error_label: ClassVar[str] = "error"
     headline: ClassVar[str] = "rms"  # the figure that before/after and `removed` are judged by
     independent_rows: ClassVar[bool] = True  # False: rows share estimates (e.g. a mean), so none may be dropped
+    rows_first: ClassVar[bool] = True  # every leaf of the data has one entry per row along axis 0
     needs_robot: ClassVar[bool] = True  # False: the measurement works without `robot:` (e.g. a mobile base alone)
     needs_drive: ClassVar[bool] = False  # True: it needs the problem's `drive:`
 

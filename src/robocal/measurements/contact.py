@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from robocal.errors import InputError
+from robocal.errors import InputError, RobocalError
 from robocal.geometry.links import link_distance
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, point_groups
 
@@ -29,14 +29,22 @@ class ContactConfig(MeasurementConfig):
 class ContactMeasurement(Measurement):
     type_name = "contact"
     Config = ContactConfig
+    config: ContactConfig
     error_label = "|signed distance|"
+    rows_first = False  # the data hold the rows per pair
 
     def __init__(self, config: ContactConfig, ctx: BuildContext):
         self.pairs: tuple[tuple[str, str], ...] | None = None  # set by the calibration data
         super().__init__(config, ctx)
 
+    def _known_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The calibration data's body pairs (known once those data are loaded)."""
+        if self.pairs is None:
+            raise RobocalError(f"measurement '{self.name}': its body pairs are known once the calibration data are loaded")
+        return self.pairs
+
     def links(self) -> tuple[str, ...]:
-        return tuple(sorted({link for pair in self.pairs for link in pair}))
+        return tuple(sorted({link for pair in self._known_pairs() for link in pair}))
 
     def load(self, path: Path):
         table = self.read(path)
@@ -89,7 +97,10 @@ class ContactMeasurement(Measurement):
         values, jac = jnp.zeros(n), jnp.zeros((n, theta.shape[0]))
         for pair, group in zip(self.pairs, data["groups"]):
             idx = self.ctx.robot_block.start + self.ctx.robot.parameters_affecting(pair)
-            row = lambda sub, q, pair=pair, idx=idx: self._pair_distances(theta.at[idx].set(sub), q[None], pair)[0]
+
+            def row(sub, q, pair=pair, idx=idx):
+                return self._pair_distances(theta.at[idx].set(sub), q[None], pair)[0]
+
             value, jac_k = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0))(theta[idx], group["q"])
             values = values.at[group["index"]].set(value)
             jac = jac.at[group["index"][:, None], idx[None, :]].set(jac_k)
@@ -100,7 +111,8 @@ class ContactMeasurement(Measurement):
 
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
         """The contacts whose two bodies both belong to the mode."""
-        keep = np.array([all(belongs(link) for link in self.pairs[int(i)]) for i in np.asarray(self.data["pair"])], bool)
+        pairs = self._known_pairs()
+        keep = np.array([all(belongs(link) for link in pairs[int(i)]) for i in np.asarray(self.data["pair"])], dtype=bool)
         return blocks[keep, 0], point_groups(int(keep.sum()), 1, self.point_columns())
 
     def row_sigmas(self) -> np.ndarray:
