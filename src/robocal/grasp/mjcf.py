@@ -82,6 +82,7 @@ from robocal.grasp.hand import Hand
 
 if TYPE_CHECKING:
     from robocal.grasp.objects import GraspObject
+    from robocal.kinematics.tree import Joint
 
 TIMESTEP = 1e-3  # s
 KD = 0.06  # Nms/rad, joint impedance damping (chosen, see the module docstring)
@@ -160,57 +161,82 @@ def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarra
     """The MJCF text of the hand (and the object at `object_pose`, palm frame; a static body
     when `fixed_object`). Contact pairs get placeholder parameters; `build_scene` sets the real
     ones after compiling (they need the compiled inverse weights)."""
-    tree = hand.tree
-    root = ET.Element("mujoco", model=f"{tree.name}_grasp")
+    root = ET.Element("mujoco", model=f"{hand.tree.name}_grasp")
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
-    g = _gravity(gravity)
-    ET.SubElement(
+    option = ET.SubElement(
         root,
         "option",
         timestep=repr(TIMESTEP),
         integrator="implicitfast",
         cone="elliptic",
-        gravity=_fmt(g),
+        gravity=_fmt(_gravity(gravity)),
         impratio=repr(IMPRATIO),
     )
-    option = root.find("option")
     ET.SubElement(option, "flag", multiccd="enable")
     ET.SubElement(root, "size", memory="16M")
     asset = ET.SubElement(root, "asset")
     world = ET.SubElement(root, "worldbody")
-
     # palm box, fixed to the world (= palm) frame
     palm = hand.palm
     ET.SubElement(world, "geom", name="palm", type="box", pos=_fmt(palm.center), size=_fmt(palm.half_extents), contype="0", conaffinity="0", rgba="0.6 0.6 0.65 1")
+    bodies = _hand_bodies(hand, world)
+    _link_geometry(hand, bodies)
+    if obj is not None:
+        _object_body(world, asset, obj, object_pose, fixed_object)
+    contact = ET.SubElement(root, "contact")
+    if obj is not None:
+        for link, capsules in hand.capsules.items():
+            for k in range(len(capsules)):
+                _pair(contact, f"{link}:capsule{k}")
+        if not fixed_object:  # palm and a static object are both immovable
+            _pair(contact, "palm")
+    _drives(root, hand, bodies.joints)
+    return ET.tostring(root, encoding="unicode")
 
-    # bodies: a link is carried by the nearest link at or above it whose parent joint moves
-    carrier: dict[str, str | None] = {tree.root: None}
-    offset: dict[str, np.ndarray] = {tree.root: np.eye(4)}
-    elements: dict[str | None, ET.Element] = {None: world}
-    joints_xml = []
+
+@dataclass
+class _Bodies:
+    """The MJCF bodies of a hand: a link is carried by the nearest link at or above it whose
+    parent joint moves (`carrier`), at `offset` in that body's frame."""
+
+    carrier: dict[str, str | None]
+    offset: dict[str, np.ndarray]
+    elements: dict[str | None, ET.Element]  # carrying link (None: the world) -> its body element
+    joints: list[Joint]  # the moving joints, in tree order
+
+
+def _hand_bodies(hand: Hand, world: ET.Element) -> _Bodies:
+    """One body with a hinge or slide joint per moving joint of the hand's tree, under `world`."""
+    tree = hand.tree
+    bodies = _Bodies({tree.root: None}, {tree.root: np.eye(4)}, {None: world}, [])
     for joint, origin in zip(tree.joints, hand.origins):
-        pose = offset[joint.parent] @ origin
+        pose = bodies.offset[joint.parent] @ origin
         if not joint.moves:
-            carrier[joint.child], offset[joint.child] = carrier[joint.parent], pose
+            bodies.carrier[joint.child], bodies.offset[joint.child] = bodies.carrier[joint.parent], pose
             continue
-        body = ET.SubElement(elements[carrier[joint.parent]], "body", name=joint.child, gravcomp="1")
+        body = ET.SubElement(bodies.elements[bodies.carrier[joint.parent]], "body", name=joint.child, gravcomp="1")
         _place(body, pose)
         kind = "slide" if joint.type == "prismatic" else "hinge"
         mimic = joint.mimic is not None
         attributes = {"name": joint.name, "type": kind, "axis": _fmt(joint.axis), "armature": repr(MIMIC_ARMATURE if mimic else ARMATURE)}
         if joint.limits is not None and joint.type != "continuous":
             attributes["range"] = _fmt(joint.limits)
-        ET.SubElement(body, "joint", **attributes)
-        joints_xml.append(joint)
-        elements[joint.child], carrier[joint.child], offset[joint.child] = body, joint.child, np.eye(4)
+        ET.SubElement(body, "joint", attributes)
+        bodies.joints.append(joint)
+        bodies.elements[joint.child], bodies.carrier[joint.child], bodies.offset[joint.child] = body, joint.child, np.eye(4)
+    return bodies
 
-    # link frames and capsules
+
+def _link_geometry(hand: Hand, bodies: _Bodies) -> None:
+    """A site per link frame, the links' capsules, and a small inertia for bodies without geometry."""
+    tree = hand.tree
     for link in [tree.root, *(j.child for j in tree.joints)]:
-        parent = elements[carrier[link]]
+        parent = bodies.elements[bodies.carrier[link]]
+        offset = bodies.offset[link]
         site = ET.SubElement(parent, "site", name=f"link:{link}", size="0.002", rgba="1 0 0 0.5")
-        _place(site, offset[link])
+        _place(site, offset)
         for k, capsule in enumerate(hand.capsules.get(link, ())):
-            ends = [offset[link][:3, :3] @ np.asarray(p, dtype=float) + offset[link][:3, 3] for p in (capsule.p0, capsule.p1)]
+            ends = [offset[:3, :3] @ np.asarray(p, dtype=float) + offset[:3, 3] for p in (capsule.p0, capsule.p1)]
             ET.SubElement(
                 parent,
                 "geom",
@@ -223,35 +249,33 @@ def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarra
                 conaffinity="0",
                 rgba="0.8 0.7 0.55 1",
             )
-    for name, element in elements.items():
+    for name, element in bodies.elements.items():
         if name is not None and element.find("geom") is None:
             r = 0.01
             ET.SubElement(element, "inertial", pos="0 0 0", mass=repr(BARE_LINK_MASS), diaginertia=_fmt([0.4 * BARE_LINK_MASS * r * r] * 3))
 
-    # the object
-    if obj is not None:
-        pose = np.eye(4) if object_pose is None else np.asarray(object_pose, dtype=float)
-        body = ET.SubElement(world, "body", name="object")
-        _place(body, pose)
-        if not fixed_object:
-            ET.SubElement(body, "freejoint", name="object")
-        geom_attributes = obj.geom_attributes()
-        if "mesh" in geom_attributes:
-            ET.SubElement(asset, "mesh", name=geom_attributes["mesh"], file=str(obj.mesh_file), inertia="convex")
-        ET.SubElement(body, "geom", name="object", contype="0", conaffinity="0", rgba="0.3 0.5 0.8 1", **geom_attributes)
 
-    # coupling and drives
-    contact = ET.SubElement(root, "contact")
-    if obj is not None:
-        for link, capsules in hand.capsules.items():
-            for k in range(len(capsules)):
-                _pair(contact, f"{link}:capsule{k}")
-        if not fixed_object:  # palm and a static object are both immovable
-            _pair(contact, "palm")
+def _object_body(world: ET.Element, asset: ET.Element, obj: GraspObject, object_pose: np.ndarray | None, fixed_object: bool) -> None:
+    """The object's body at `object_pose` (free unless `fixed_object`), and its mesh asset."""
+    pose = np.eye(4) if object_pose is None else np.asarray(object_pose, dtype=float)
+    body = ET.SubElement(world, "body", name="object")
+    _place(body, pose)
+    if not fixed_object:
+        ET.SubElement(body, "freejoint", name="object")
+    geom_attributes = obj.geom_attributes()
+    if "mesh" in geom_attributes:
+        ET.SubElement(asset, "mesh", name=geom_attributes["mesh"], file=str(obj.mesh_file), inertia="convex")
+    ET.SubElement(body, "geom", {"name": "object", "contype": "0", "conaffinity": "0", "rgba": "0.3 0.5 0.8 1", **geom_attributes})
+
+
+def _drives(root: ET.Element, hand: Hand, joints: list[Joint]) -> None:
+    """Equality constraints of the coupled joints, a position actuator per actuated joint and
+    its torque sensor."""
+    tree = hand.tree
     equality = ET.SubElement(root, "equality")
     actuator = ET.SubElement(root, "actuator")
     sensor = ET.SubElement(root, "sensor")
-    for joint in joints_xml:
+    for joint in joints:
         if joint.mimic is not None:
             driver, gain, off = tree.driver(joint.name)
             ET.SubElement(
@@ -278,7 +302,6 @@ def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarra
             forcerange=_fmt([-hand.effort, hand.effort]),
         )
         ET.SubElement(sensor, "actuatorfrc", name=f"torque:{name}", actuator=name)
-    return ET.tostring(root, encoding="unicode")
 
 
 def _pair(contact: ET.Element, hand_geom: str) -> None:

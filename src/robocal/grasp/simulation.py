@@ -26,7 +26,7 @@ four), points of the same link closer than `MERGE_DISTANCE` merged into their me
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import mujoco
@@ -175,6 +175,63 @@ def situation(hand: Hand, obj: GraspObject, grasp: Grasp, threshold: float = 0.0
     return GraspSituation(hand=hand, grasp=grasp, contacts=contacts, center=pose[:3, 3].copy())
 
 
+def _start_state(hand: Hand, obj: GraspObject, grasp: Grasp, gravity: bool | np.ndarray) -> tuple[mujoco.MjModel, mujoco.MjData, mjcf.SceneIndex, GraspSituation]:
+    """The scene at the grasp's settled state (its stored qpos, else q_init and the object pose), at rest."""
+    pose0 = np.asarray(grasp.object_pose, dtype=float)
+    model, index = mjcf.build_scene(hand, obj, pose0, gravity=gravity)
+    data = mujoco.MjData(model)
+    sit = situation(hand, obj, grasp, scene=(model, index))
+    if grasp.qpos.shape == (model.nq,):
+        data.qpos[:] = grasp.qpos
+    else:
+        mjcf.set_hand(model, data, index, grasp.q_init)
+        mjcf.set_object(data, index, pose0)
+    data.qvel[:] = 0.0
+    return model, data, index, sit
+
+
+def _apply_force(data: mujoco.MjData, index: mjcf.SceneIndex, force: ExternalForce, scale: float) -> np.ndarray:
+    """Apply `scale` times the external force (and its moment about the object's COM) to the
+    object at its current pose; returns the wrench (6,)."""
+    body = index.object_body
+    pose = mjcf.object_pose(data, index)
+    f = force.magnitude * scale * (pose[:3, :3] @ force.direction)
+    p = pose[:3, :3] @ force.point + pose[:3, 3]
+    moment = np.cross(p - data.xipos[body], f)
+    data.xfrc_applied[body, :3], data.xfrc_applied[body, 3:] = f, moment
+    return np.concatenate([f, moment])
+
+
+@dataclass
+class _TrialLog:
+    """What a trial records per control cycle."""
+
+    t: list[float] = field(default_factory=list)
+    wrench: list[np.ndarray] = field(default_factory=list)
+    tau: list[np.ndarray] = field(default_factory=list)
+    q_m: list[np.ndarray] = field(default_factory=list)
+    q_d: list[np.ndarray] = field(default_factory=list)
+    translation: list[float] = field(default_factory=list)
+    rotation: list[float] = field(default_factory=list)
+    estimate: list[np.ndarray] = field(default_factory=list)
+
+    def record(self, data: mujoco.MjData, index: mjcf.SceneIndex, controller: Controller, t: float, wrench: np.ndarray, q_d: np.ndarray, translation: float, rotation: float) -> None:
+        self.t.append(t)
+        self.wrench.append(wrench)
+        self.tau.append(data.actuator_force[index.actuators].copy())
+        self.q_m.append(data.qpos[index.joint_qpos].copy())
+        self.q_d.append(q_d.copy())
+        self.translation.append(translation)
+        self.rotation.append(rotation)
+        estimate = getattr(controller, "last_wrench", None)
+        self.estimate.append(np.full(6, np.nan) if estimate is None else np.asarray(estimate, dtype=float).reshape(6).copy())
+
+    def estimates(self) -> np.ndarray:
+        """(cycles, 6) the controller's wrench estimates, (0, 6) when it gives none."""
+        estimate = np.array(self.estimate).reshape(-1, 6)
+        return np.zeros((0, 6)) if np.all(np.isnan(estimate)) else estimate
+
+
 def run_trial(
     hand: Hand,
     obj: GraspObject,
@@ -193,20 +250,10 @@ def run_trial(
         raise RobocalError(f"grasp {grasp.object}/{grasp.attempt} failed ({grasp.reason}); there is nothing to evaluate")
     clock = time.perf_counter()
     pose0 = np.asarray(grasp.object_pose, dtype=float)
-    model, index = mjcf.build_scene(hand, obj, pose0, gravity=gravity)
-    data = mujoco.MjData(model)
-    sit = situation(hand, obj, grasp, scene=(model, index))
-    if grasp.qpos.shape == (model.nq,):
-        data.qpos[:] = grasp.qpos
-    else:
-        mjcf.set_hand(model, data, index, grasp.q_init)
-        mjcf.set_object(data, index, pose0)
-    data.qvel[:] = 0.0
-
+    model, data, index, sit = _start_state(hand, obj, grasp, gravity)
     steps = max(1, round(control_period / model.opt.timestep))
     period = steps * model.opt.timestep
     cycles = int(round((duration_ramp + duration_hold) / period))
-    body, qadr = index.object_body, index.object_qpos
     L = len(hand.joints)
 
     def command(q_d) -> np.ndarray:
@@ -216,33 +263,16 @@ def run_trial(
         data.ctrl[index.actuators] = q_d
         return q_d
 
-    t_log, wrench_log, tau_log, qm_log, qd_log, tr_log, rot_log, est_log = [], [], [], [], [], [], [], []
-
-    def record(t, wrench, q_d, translation, rotation):
-        t_log.append(t)
-        wrench_log.append(wrench)
-        tau_log.append(data.actuator_force[index.actuators].copy())
-        qm_log.append(data.qpos[index.joint_qpos].copy())
-        qd_log.append(q_d.copy())
-        tr_log.append(translation)
-        rot_log.append(rotation)
-        estimate = getattr(controller, "last_wrench", None)
-        est_log.append(np.full(6, np.nan) if estimate is None else np.asarray(estimate, dtype=float).reshape(6).copy())
-
+    log = _TrialLog()
     mujoco.mj_forward(model, data)
     q_d = command(controller.start(sit))
     mujoco.mj_forward(model, data)
-    record(0.0, np.zeros(6), q_d, 0.0, 0.0)
+    log.record(data, index, controller, 0.0, np.zeros(6), q_d, 0.0, 0.0)
     broken, break_time, unstable = False, float("nan"), False
     max_translation = max_rotation = 0.0
     for k in range(1, cycles + 1):
         t_mid = (k - 0.5) * period
-        scale = min(t_mid / duration_ramp, 1.0) if duration_ramp > 0 else 1.0
-        pose = mjcf.object_pose(data, index)
-        f = force.magnitude * scale * (pose[:3, :3] @ force.direction)
-        p = pose[:3, :3] @ force.point + pose[:3, 3]
-        moment = np.cross(p - data.xipos[body], f)
-        data.xfrc_applied[body, :3], data.xfrc_applied[body, 3:] = f, moment
+        wrench = _apply_force(data, index, force, min(t_mid / duration_ramp, 1.0) if duration_ramp > 0 else 1.0)
         mujoco.mj_step(model, data, nstep=steps)
         mujoco.mj_forward(model, data)  # torques and sensors of the state the controller reads
         t = k * period
@@ -254,30 +284,25 @@ def run_trial(
         translation = float(np.linalg.norm(pose[:3, 3] - pose0[:3, 3]))
         rotation = rotation_angle(pose0[:3, :3], pose[:3, :3])
         max_translation, max_rotation = max(max_translation, translation), max(max_rotation, rotation)
-        wrench = np.concatenate([f, moment])
         if translation > limits[0] or rotation > limits[1]:
             broken, break_time = True, t
-            record(t, wrench, q_d, translation, rotation)
+            log.record(data, index, controller, t, wrench, q_d, translation, rotation)
             break
         q_d = command(controller.step(t, data.qpos[index.joint_qpos].copy(), data.actuator_force[index.actuators].copy()))
-        record(t, wrench, q_d, translation, rotation)
-
-    estimate = np.array(est_log).reshape(-1, 6)
-    if np.all(np.isnan(estimate)):
-        estimate = np.zeros((0, 6))
+        log.record(data, index, controller, t, wrench, q_d, translation, rotation)
     return TrialResult(
         broken=broken,
         break_time=break_time,
         max_translation=max_translation,
         max_rotation=max_rotation,
-        t=np.array(t_log),
-        wrench=np.array(wrench_log),
-        tau=np.array(tau_log),
-        q_m=np.array(qm_log),
-        q_d=np.array(qd_log),
-        translation=np.array(tr_log),
-        rotation=np.array(rot_log),
-        estimate=estimate,
+        t=np.array(log.t),
+        wrench=np.array(log.wrench),
+        tau=np.array(log.tau),
+        q_m=np.array(log.q_m),
+        q_d=np.array(log.q_d),
+        translation=np.array(log.translation),
+        rotation=np.array(log.rotation),
+        estimate=log.estimates(),
         unstable=unstable,
         wall_time=time.perf_counter() - clock,
     )
