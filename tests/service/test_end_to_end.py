@@ -48,6 +48,7 @@ def test_station_to_dashboard(tmp_path, store_url, request):
             jobs = wait_for_jobs(engineer, units)
             assert {j["status"] for j in jobs} == {"done"} and {j["attempts"] for j in jobs} == {1}
             check_results(engineer, answers, source.truth, offset)
+            check_rerun(engineer, answers[0]["session"], units)
             expected_yield = sum(not u["defective"] for u in source.truth["units"].values()) / units
             stats = engineer.get("/api/stats").json()
             assert stats["yield"]["arm6 @ station-a"]["yield"] == expected_yield
@@ -80,6 +81,17 @@ def check_results(client, answers: list[dict], truth: dict, offset: float) -> No
             assert verdict["status"] == "rework" and verdict["reasons"][0].startswith(unit["slipped_joint"] + ".offset"), verdict
         else:
             assert verdict["status"] == "pass", verdict
+
+
+def check_rerun(client, session: int, units: int) -> None:
+    """An engineer re-runs a session: the job runs again (attempts 2) and gives the same estimate."""
+    before = client.get(f"/api/results/{session}").json()
+    assert client.post(f"/api/sessions/{session}/rerun").json()["status"] == "queued"
+    jobs = wait_for_jobs(client, units)
+    assert [j["attempts"] for j in jobs if j["session"] == session] == [2]
+    after = client.get(f"/api/results/{session}").json()
+    assert after["verdict"] == before["verdict"]
+    np.testing.assert_allclose([p["estimate"] for p in after["parameters"]], [p["estimate"] for p in before["parameters"]], rtol=0, atol=1e-12)
 
 
 def check_dashboard(service, tmp_path: Path, units: int, expected_yield: float, defective: str, joint: str, urdf: str) -> None:

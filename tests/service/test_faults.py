@@ -1,6 +1,7 @@
 """The server killed with SIGKILL during uploads and during jobs, then restarted, three times: the
 station agent resumes (same Idempotency-Keys), every acknowledged upload is stored exactly once and
-every job finishes exactly once (one result, one 'done' in the audit), on SQLite and PostgreSQL."""
+every job finishes exactly once (one result, one 'done' in the audit), on SQLite and PostgreSQL
+(where two workers take jobs side by side)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ SESSIONS, KILLS = 30, 3
 
 
 def test_sigkill_during_uploads_and_jobs(tmp_path, store_url):
-    service = make_service(store_url, workers=1, work="tests.service.stubs:slow_result")
+    # two workers: on PostgreSQL they claim jobs concurrently (FOR UPDATE SKIP LOCKED); SQLite runs one
+    service = make_service(store_url, workers=2, work="tests.service.stubs:slow_result")
     service.start()
     add_model(service)
     agent = Agent(service.url, service.tokens["station-a"], "arm6", tmp_path / "spool", retries=20)

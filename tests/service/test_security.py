@@ -67,6 +67,7 @@ def test_station_reads_and_writes_only_its_own(service):
             assert b.get(path).status_code == 404, path
         assert session not in [s["session"] for s in b.get("/api/sessions").json()] + [j["session"] for j in b.get("/api/jobs").json()]
         assert b.post(f"/api/sessions/{session}/rerun").status_code == 403
+        assert engineer.post(f"/api/sessions/{session}/rerun").status_code == 409  # still queued (no workers here)
         assert "U-A" in [u["serial"] for u in a.get("/api/units").json()]
         assert a.get(f"/api/sessions/{session}").json()["station"] == "station-a"
         assert "U-A" in [u["serial"] for u in engineer.get("/api/units").json()]

@@ -67,14 +67,16 @@ def station(
     from robocal.service.agent import Agent
     from robocal.service.sources import FileSource, SimulatedSource
 
-    if simulate and robot is None:
-        raise RobocalError("--simulate needs --robot (the URDF of the simulated robot)")
-    if simulate and files is not None:
-        raise RobocalError("--simulate and --files: choose one source")
     if not server.startswith(("http://", "https://")):
         raise RobocalError(f"--server '{server}': expected a URL starting with http:// or https://")
+    source: SimulatedSource | FileSource | None = None
+    if simulate:
+        if robot is None or files is not None:
+            raise RobocalError("--simulate needs --robot (the URDF of the simulated robot) and no --files")
+        source = SimulatedSource(robot, simulate, seed=seed)
+    elif files is not None:
+        source = FileSource(files)
     agent = Agent(server.rstrip("/"), token, model, spool)
-    source = SimulatedSource(robot, simulate, seed=seed) if simulate else FileSource(files) if files is not None else None
     if source is not None:
         out.print(f"recorded {len(agent.record(source))} sessions into {spool}", markup=False, highlight=False)
     with progress_bar() as bar:

@@ -40,7 +40,7 @@ class Agent:
     spool: Path
     clock: Callable[[], float] = time.time  # the station's clock
     retries: int = 6  # per session, on transport errors and 5xx answers, with exponential backoff
-    offset: tuple[float, float] | None = field(default=None, init=False)  # (station minus server clock, delay), s
+    offset: tuple[float, float] = field(default=(float("nan"), float("nan")), init=False)  # (station minus server clock, delay), s; set by upload_pending
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60)

@@ -19,7 +19,7 @@ def offset_from(t0: float, t1: float, t2: float, t3: float) -> tuple[float, floa
 
 def estimate_offset(client: httpx.Client, clock: Callable[[], float], exchanges: int = 8) -> tuple[float, float]:
     """(offset, delay) of the exchange with the smallest delay among `exchanges` with the server's /api/time."""
-    best = None
+    best = (float("nan"), float("inf"))
     for _ in range(exchanges):
         t0 = clock()
         answer = client.get("/api/time")
@@ -27,6 +27,6 @@ def estimate_offset(client: httpx.Client, clock: Callable[[], float], exchanges:
         answer.raise_for_status()
         server = answer.json()
         estimate = offset_from(t0, server["received"], server["sent"], t3)
-        if best is None or estimate[1] < best[1]:
+        if estimate[1] < best[1]:
             best = estimate
     return best

@@ -10,7 +10,7 @@ from datetime import datetime
 from html import escape
 
 from fastapi import APIRouter, Form, HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session as DbSession
 
 from robocal.service import plots
@@ -43,7 +43,7 @@ def login_form() -> HTMLResponse:
 
 
 @router.post("/login")
-def login(request: Request, token: str = Form(max_length=200)) -> HTMLResponse:
+def login(request: Request, token: str = Form(max_length=200)) -> Response:
     try:
         verify(request.app.state.engine, token)
     except HTTPException as exc:
@@ -60,22 +60,22 @@ def _yield_section(stats: dict, entries: list[dict]) -> str:
     )
     series: dict[str, list[tuple[float, float]]] = {}
     passed: dict[str, list[int]] = {}
-    start = min((datetime.fromisoformat(e["created"]) for e in entries), default=None)
-    for e in entries:
+    times = [datetime.fromisoformat(e["created"]) for e in entries]  # entries are in session order
+    for e, moment in zip(entries, times):
         if e["verdict"] is None:
             continue
         group = f"{e['model']} @ {e['station']}"
         tally = passed.setdefault(group, [0, 0])
         tally[0] += e["verdict"] == "pass"
         tally[1] += 1
-        minutes = (datetime.fromisoformat(e["created"]) - start).total_seconds() / 60
+        minutes = (moment - times[0]).total_seconds() / 60
         series.setdefault(group, []).append((minutes, 100 * tally[0] / tally[1]))
     plot = plots.lines(series, "yield over time (cumulative)", "minutes since the first session", "yield %", (0.0, 100.0)) if series else ""
     return f'<section id="yield"><h2>Yield per model and station</h2><table><tr><th>model @ station</th><th>pass</th><th>rework</th><th>fail</th><th>yield</th></tr>{rows}</table>{plot}</section>'
 
 
 @router.get("/")
-def overview(request: Request) -> HTMLResponse:
+def overview(request: Request) -> Response:
     who = signed_in(request)
     if who is None:
         return RedirectResponse("/login", status_code=303)
@@ -99,7 +99,7 @@ def overview(request: Request) -> HTMLResponse:
 
 
 @router.get("/units/{serial}")
-def unit_page(serial: str, request: Request) -> HTMLResponse:
+def unit_page(serial: str, request: Request) -> Response:
     who = signed_in(request)
     if who is None:
         return RedirectResponse("/login", status_code=303)

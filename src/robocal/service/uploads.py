@@ -60,7 +60,7 @@ def checked_offset(clock_offset: float | None) -> float | None:
 
 
 def describe(db: DbSession, session: Session, replayed: bool = False) -> dict:
-    job = db.scalar(select(Job).where(Job.session_id == session.id))
+    job = db.execute(select(Job).where(Job.session_id == session.id)).scalar_one()
     return {"session": session.id, "unit": session.name, "job": job.id, "status": job.status, "replayed": replayed}
 
 
@@ -87,7 +87,7 @@ def _store_once(db: DbSession, station_id: int, model: FleetModel, serial: str, 
             if {p: h for p, h in stored.items() if p in hashes} != hashes or found.name != serial:
                 raise HTTPException(409, "Idempotency-Key: already used for another upload")
             return describe(db, found, replayed=True)
-    station = db.get(Station, station_id)
+    station = db.get_one(Station, station_id)
     context = {"serial": serial, "station": station.name, "model": model.name}
     everything = files | {ROBOT: model.urdf.encode(), CRITERIA: model.criteria.encode()}
     session = add_session(db, serial, everything, context, station_id=station_id, model_id=model.id, clock_offset=clock_offset, idempotency_key=key)

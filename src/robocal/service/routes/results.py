@@ -35,7 +35,7 @@ def download_urdf(session_id: int, db: DbSession = Depends(database), who: Calle
     result = result_of(db, who, session_id)
     if result.urdf is None:
         raise HTTPException(404, f"session {session_id}: the calibration wrote no URDF")
-    name = f"{db.get(Session, session_id).name}-session{session_id}.urdf"
+    name = f"{db.get_one(Session, session_id).name}-session{session_id}.urdf"
     return Response(result.urdf, media_type="application/xml", headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 

@@ -39,7 +39,7 @@ def upload_session(
     files; 201 with its job, or 200 with the same answer when this Idempotency-Key was already used."""
     if who.station_id is None:
         raise HTTPException(403, "only a station token uploads sessions")
-    own = db.get(Station, who.station_id).name
+    own = db.get_one(Station, who.station_id).name
     if station is not None and station != own:
         raise HTTPException(403, "a station token uploads sessions for its own station only")
     serial, key, offset = checked_name(serial, "serial"), checked_key(idempotency_key), checked_offset(clock_offset)
@@ -98,7 +98,7 @@ def rerun(session_id: int, request: Request, db: DbSession = Depends(database), 
     visible_session(db, who, session_id)
     db.rollback()
     with request.app.state.write_lock, db.begin():
-        job = db.scalar(select(Job).where(Job.session_id == session_id).with_for_update())
+        job = db.execute(select(Job).where(Job.session_id == session_id).with_for_update()).scalar_one()
         if job.status not in ("done", "failed"):
             raise HTTPException(409, f"job {job.id} is {job.status}")
         old = db.scalar(select(Result).where(Result.session_id == session_id))
@@ -107,4 +107,4 @@ def rerun(session_id: int, request: Request, db: DbSession = Depends(database), 
         job.status, job.error = "queued", None
         db.add(AuditEntry(action="rerun", detail={"session": session_id, "token": who.token_id, "verdict": old.verdict if old else None}))
         db.flush()
-        return describe(db, db.get(Session, session_id))
+        return describe(db, db.get_one(Session, session_id))
