@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from robocal.calibration import calibrate
+from robocal.frames import placement_matrix
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.problem import load_problem
 from robocal.problem.build import jnp_tree
-from robocal.frames import placement_matrix
 from robocal.simulation.markers import MarkerBody, simulate_markers, write_csv
 from robocal.simulation.perturb import perturb_parameters
 from robocal.simulation.sampling import position_errors, sample_configurations

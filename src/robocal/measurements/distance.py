@@ -19,6 +19,7 @@ from pydantic import Field
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
 from robocal.validation import Positive, Strict, Vec3
 
+
 class DistancePoint(Strict):
     link: str | None = Field(None, description="link the point is attached to (fixed in the robot root frame if omitted)")
     point: Vec3 = Field((0.0, 0.0, 0.0), description="the point in the link's frame (m)")
@@ -35,6 +36,7 @@ class DistanceConfig(MeasurementConfig):
 class DistanceMeasurement(Measurement):
     type_name = "distance"
     Config = DistanceConfig
+    config: DistanceConfig
     error_label = "|distance error|"
 
     def __init__(self, config: DistanceConfig, ctx: BuildContext):

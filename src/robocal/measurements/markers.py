@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
+from robocal.frames import kabsch
 from robocal.kinematics import transforms as tf
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters
 from robocal.parameters import Parameter
-from robocal.frames import kabsch
 from robocal.validation import Sigma, Strict, Vec3
 
 
@@ -60,6 +60,7 @@ class MarkersConfig(MeasurementConfig):
 class MarkerMeasurement(Measurement):
     type_name = "markers"
     Config = MarkersConfig
+    config: MarkersConfig
     error_label = "3D distance per point"
 
     def __init__(self, config: MarkersConfig, ctx: BuildContext):
@@ -72,7 +73,7 @@ class MarkerMeasurement(Measurement):
         estimated = [(p, s) for p, s in zip(config.points, specs) if s.estimate]
         self.initial_offsets = np.array([s.initial for s in specs], dtype=float)
         self.offset_index = np.full((len(specs), 3), -1)
-        params = []
+        params: list[Parameter] = []
         for k, (p, s) in enumerate(zip(config.points, specs)):
             if s.estimate:
                 self.offset_index[k] = np.arange(len(params), len(params) + 3)
@@ -114,7 +115,7 @@ class MarkerMeasurement(Measurement):
         """Indices of theta the rows depend on: the robot parameters that move the link, the
         frames' parameters and the point offsets."""
         ctx, blocks = self.ctx, [self.block]
-        for name in (self.config.frame, self.config.orientation and self.config.orientation.body):
+        for name in (self.config.frame, self.config.orientation.body if self.config.orientation else None):
             if name is not None:
                 blocks.append(ctx.frames[name].block)
         own = [ctx.robot_block.start + ctx.robot.parameters_affecting(self.links())]

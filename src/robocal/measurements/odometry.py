@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, NonNegativeInt
 
+from robocal.errors import RobocalError
 from robocal.io.intervals import read_intervals
 from robocal.measurements.base import BuildContext, ClosedForm, Measurement, MeasurementConfig, summarize
 from robocal.mobile import censi, se2
@@ -30,9 +31,9 @@ from robocal.validation import Positive, Sigma, Strict
 
 
 class SensorConfig(Strict):
-    name: str = Field("sensor", description="parameter prefix: <name>_x, <name>_y, <name>_yaw")
-    initial: Literal["closed_form"] | tuple[float, float, float] = Field("closed_form", description="x, y (m), yaw (rad) in the base frame")
-    prior_translation: Sigma | None = Field(None, description="prior sigma about `initial` (m); none by default")
+    name: str = Field(default="sensor", description="parameter prefix: <name>_x, <name>_y, <name>_yaw")
+    initial: Literal["closed_form"] | tuple[float, float, float] = Field(default="closed_form", description="x, y (m), yaw (rad) in the base frame")
+    prior_translation: Sigma | None = Field(default=None, description="prior sigma about `initial` (m); none by default")
     prior_rotation: Sigma | None = None
 
 
@@ -40,7 +41,7 @@ class TrimConfig(Strict):
     """Censi's trimming: drop the worst `fraction` by translation or rotation disagreement, `rounds` times."""
 
     rounds: NonNegativeInt = 4
-    fraction: float = Field(0.01, gt=0.0, lt=0.5)
+    fraction: float = Field(default=0.01, gt=0.0, lt=0.5)
 
 
 class TrackingConfig(Strict):
@@ -75,9 +76,8 @@ class OdometryMeasurement(Measurement):
     def __init__(self, config: OdometryConfig, ctx: BuildContext):
         super().__init__(config, ctx)
         self._closed_form: censi.CensiResult | None = None
-        initial = config.sensor.initial
-        if initial == "closed_form":
-            initial = self.censi().sensor
+        chosen = config.sensor.initial
+        initial = self.censi().sensor if chosen == "closed_form" else np.asarray(chosen, dtype=float)
         name, sc = config.sensor.name, config.sensor
         self.sensor_block = ctx.layout.add(
             f"sensor:{name}",
@@ -98,7 +98,9 @@ class OdometryMeasurement(Measurement):
         else:
             mc = self.config.mocap
             offset = None if mc.clock_offset == "auto" else mc.clock_offset
-            from robocal.mobile.tracking import tracked_intervals  # motion-capture and robot-log readers: 1.5 s to import
+            from robocal.mobile.tracking import (
+                tracked_intervals,  # motion-capture and robot-log readers: 1.5 s to import
+            )
 
             tracked = tracked_intervals(path, self.ctx.resolve(mc.log), body=mc.body, markers=mc.markers, wheels=mc.wheels, topic=mc.topic, interval=mc.interval, offset=offset)
             intervals, self.source = tracked.intervals, tracked.provenance()
@@ -114,6 +116,8 @@ class OdometryMeasurement(Measurement):
     def closed_form(self, theta: np.ndarray) -> ClosedForm:
         result = self.censi()
         drive, sensor = self.ctx.drive, self.sensor_block
+        if drive is None:
+            raise RobocalError(f"measurement '{self.name}': the closed form needs the problem's drive:")
         values = dict(zip(range(drive.start, drive.stop), result.drive)) | dict(zip(range(sensor.start, sensor.stop), map(float, result.sensor)))
         fraction = self.config.trim.fraction if self.config.trim else 0.0
         left_out = {int(i): f"trimmed in round {r}: among the worst {fraction:.0%} by translation or rotation disagreement" for i, r in enumerate(result.left_in_round) if r}

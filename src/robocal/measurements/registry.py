@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def measurement_types() -> dict[str, type]:
+if TYPE_CHECKING:
+    from robocal.measurements.base import Measurement
+
+
+def measurement_types() -> dict[str, type[Measurement]]:
     from robocal.measurements.contact import ContactMeasurement
     from robocal.measurements.distance import DistanceMeasurement
     from robocal.measurements.markers import MarkerMeasurement

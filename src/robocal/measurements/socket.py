@@ -16,10 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from robocal.validation import Positive, Sigma, Vec3
 from robocal.errors import InputError
 from robocal.io.sockets import read_socket_folder
 from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters, summarize
+from robocal.validation import Positive, Sigma, Vec3
+
 
 def _means(points, one_hot):
     """(K, 3) mean point per socket from the (n, K) one-hot socket matrix."""
@@ -76,6 +77,7 @@ class SocketMeasurement(Measurement):
 
     type_name = "socket"
     Config = SocketConfig
+    config: SocketConfig
     error_label = "distance of the predicted ball center from its socket's mean"
     headline = "mae"
     independent_rows = False
@@ -148,8 +150,13 @@ class SocketMeasurement(Measurement):
             return p, p
 
         jac_p, p = jax.vmap(jax.jacrev(center, has_aux=True), in_axes=(None, 0))(theta[idx], data["q"])  # (n, 3, m), (n, 3)
-        rows_of = lambda points: self._rows_of_points(points, data)
-        push = lambda tangent: jax.jvp(rows_of, (p,), (tangent,))[1]
+
+        def rows_of(points):
+            return self._rows_of_points(points, data)
+
+        def push(tangent):
+            return jax.jvp(rows_of, (p,), (tangent,))[1]
+
         return rows_of(p), jax.vmap(push, in_axes=2, out_axes=2)(jac_p)
 
     def _rows_of_points(self, p, data):

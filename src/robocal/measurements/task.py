@@ -34,6 +34,7 @@ def task_vectors(poses, links_count: int):
 class TaskMeasurement(Measurement):
     type_name = "task"
     Config = TaskConfig
+    config: TaskConfig
     error_label = "3D distance per link"
 
     def __init__(self, config: TaskConfig, ctx: BuildContext):
