@@ -189,7 +189,7 @@ def test_csv_with_a_broken_cell(tmp_path, writer):
     cells[3] = "1.2.3"
     lines[broken] = ",".join(cells)
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=r"line %d, column '.*': '1\.2\.3' is not a number \(column 4\)" % (broken + 1)) as err:
+    with pytest.raises(InputError, match=rf"line {broken + 1}, column '.*': '1\.2\.3' is not a number \(column 4\)") as err:
         read_mocap(path)
     assert str(path) in str(err.value)
 

@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from robocal.cli import app
-
 from tests.conftest import REPO, shared_path
 
 # published key -> (our parameter, factor from our value to the published one)

@@ -20,13 +20,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from mcap.reader import make_reader
 from mcap.writer import Writer as McapWriter
 from rosbags.highlevel import AnyReader
 from rosbags.rosbag1 import Writer as Ros1Writer
-from rosbags.rosbag2 import StoragePlugin, Writer as Ros2Writer
+from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import Writer as Ros2Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from robocal.errors import InputError
@@ -163,7 +165,7 @@ def _mcap_messages(path: Path) -> Iterator[tuple[str, str, int, object]]:
         raise InputError(path, f"not a readable MCAP file ({type(exc).__name__}: {exc})") from None
 
 
-def _times(path: Path, topic: str, items: list[tuple[int, object]]) -> tuple[np.ndarray, str, np.ndarray]:
+def _times(path: Path, topic: str, items: list[tuple[int, Any]]) -> tuple[np.ndarray, str, np.ndarray]:
     """(sorted times in s, "header" or "receive", the order that sorts the messages)."""
     stamps = np.array([m.header.stamp.sec * NS + m.header.stamp.nanosec for _, m in items], dtype=np.int64)
     if (stamps == 0).all():
@@ -227,16 +229,16 @@ def write_robot_log(path: str | Path, joint_states: dict[str, JointStates], odom
     records.sort(key=lambda record: record[2])
     topics = {topic: msgtype for topic, msgtype, _, _ in records}
     if format == "ros1":
-        with Ros1Writer(path) as writer:
-            connections = {t: writer.add_connection(t, msgtype, typestore=store) for t, msgtype in topics.items()}
+        with Ros1Writer(path) as bag1:
+            connections = {t: bag1.add_connection(t, msgtype, typestore=store) for t, msgtype in topics.items()}
             for topic, msgtype, ns, msg in records:
-                writer.write(connections[topic], ns, store.serialize_ros1(msg, msgtype))
+                bag1.write(connections[topic], ns, store.serialize_ros1(msg, msgtype))
     elif format.startswith("ros2"):
         storage = StoragePlugin.SQLITE3 if format == "ros2-sqlite3" else StoragePlugin.MCAP
-        with Ros2Writer(path, version=Ros2Writer.VERSION_LATEST, storage_plugin=storage) as writer:
-            connections = {t: writer.add_connection(t, msgtype, typestore=store) for t, msgtype in topics.items()}
+        with Ros2Writer(path, version=Ros2Writer.VERSION_LATEST, storage_plugin=storage) as bag2:
+            connections2 = {t: bag2.add_connection(t, msgtype, typestore=store) for t, msgtype in topics.items()}
             for topic, msgtype, ns, msg in records:
-                writer.write(connections[topic], ns, store.serialize_cdr(msg, msgtype))
+                bag2.write(connections2[topic], ns, store.serialize_cdr(msg, msgtype))
     else:
         with path.open("wb") as handle:
             writer = McapWriter(handle)

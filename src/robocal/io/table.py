@@ -100,8 +100,8 @@ def read_table(path: str | Path) -> Table:
     records = [(line, row) for line, row in records if any(cell.strip() for cell in row)]
     if not records:
         raise InputError(path, "the file is empty (expected a header and at least one row)")
-    (header_line, header), body = records[0], records[1:]
-    header = tuple(h.strip() for h in header)
+    (header_line, raw_header), body = records[0], records[1:]
+    header = tuple(h.strip() for h in raw_header)
     if not body:
         raise InputError(path, "no data rows after the header")
     for line, row in body:

@@ -13,7 +13,8 @@ clock (mocap_time = robot_time + offset).
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 

@@ -22,6 +22,7 @@ from scipy.spatial.transform import Rotation
 from robocal.errors import InputError
 from robocal.io.intervals import Intervals
 from robocal.io.mocap import read_mocap
+from robocal.io.mocap.recording import MocapRecording
 from robocal.io.robotlog import read_robot_log
 from robocal.mobile import se2
 from robocal.mobile.motion_center import planar
@@ -43,7 +44,7 @@ class TrackedIntervals:
         return out
 
 
-def body_track(mocap: Path, body: str, markers: list[str] | None) -> tuple[np.ndarray, np.ndarray, object]:
+def body_track(mocap: Path, body: str, markers: list[str] | None) -> tuple[np.ndarray, np.ndarray, MocapRecording]:
     """(times, planar poses (n, 3) with NaN where invalid, the recording)."""
     rec = read_mocap(mocap)
     positions, rotations, valid = rec.body_pose(body, markers)

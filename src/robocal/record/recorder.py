@@ -13,11 +13,11 @@ import select
 import sys
 import termios
 import tty
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
@@ -156,7 +156,7 @@ class Session:
         for k, (count, spread) in enumerate(zip(figures.counts, figures.spreads)):
             table.add_row(str(k), str(count), _mm(spread))
         table.add_row("all", str(len(self.recording)), _mm(figures.mae), end_section=True)
-        lines = [Text(f"{TITLE}: {header}", style="bold"), Text(self.source.status()), table]
+        lines: list[RenderableType] = [Text(f"{TITLE}: {header}", style="bold"), Text(self.source.status()), table]
         if self.recording.distance is not None:
             lines.append(Text(f"distortion (mm): {_mm(figures.distortion)}   (| distance of the socket means - {self.recording.distance * 1e3:g} mm |)"))
         lines.append(Text.from_markup(f"[bold]last:[/] {escape(self.message)}"))

@@ -21,7 +21,7 @@ from robocal.io.sockets import SOCKET_FILE, write_socket_folder
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.tree import KinematicTree
 from robocal.measurements.socket import socket_distortion, socket_spread
-from robocal.simulation.sockets import ball_chain
+from robocal.simulation.socket_sampling import ball_chain
 
 MIN_PER_SOCKET = 2  # a spread needs two configurations; `robocal calibrate` rejects a socket with fewer
 
@@ -87,7 +87,7 @@ class Recording:
         center = self.ball(q)
         distances = {k: float(np.linalg.norm(center - c.mean(axis=0))) for k in range(self.n_sockets) if len(c := self._centers(k))}
         offset = distances.get(socket)
-        nearest = min(distances, key=distances.get, default=socket)
+        nearest = min(distances, key=lambda k: distances[k], default=socket)
         nearer = (nearest, distances[nearest]) if offset is not None and nearest != socket else None
         entry = Stored(socket, np.array(q, dtype=float), center, offset, nearer)
         self.stored.append(entry)

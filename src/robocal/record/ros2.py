@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

@@ -8,8 +8,9 @@ reads once per stored configuration, at the key press.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -82,7 +83,8 @@ def simulated_operator(robot: Path, link: str, distance: float | None, *, n: int
     placement. The configurations hold the true ball center in its socket exactly, so the spread
     the recorder shows is the nominal model's error alone, as in `robocal simulate sockets`."""
     from robocal.simulation.perturb import perturb_parameters
-    from robocal.simulation.sockets import SOCKET_DISTANCE, ball_chain, default_placements, sample_socket_configurations, socket_model
+    from robocal.simulation.socket_sampling import ball_chain, sample_socket_configurations
+    from robocal.simulation.sockets import SOCKET_DISTANCE, default_placements, socket_model
 
     distance = distance or SOCKET_DISTANCE
     truth = socket_model(robot, link)
@@ -98,6 +100,8 @@ def open_source(kind: str, robot: Path, link: str, joints: tuple[str, ...], *, r
     """The source `--source` names, for `joints`, the chain of `link`; the ROS and simulation
     modules load only when chosen."""
     if kind == "replay":
+        if replay is None:
+            raise RobocalError("the replay source needs a socket folder to replay (--replay)")
         return replay_operator(replay, joints)
     if kind == "sim":
         return simulated_operator(robot, link, distance)

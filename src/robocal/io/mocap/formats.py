@@ -97,7 +97,7 @@ class CsvBlock:
         try:
             values[~empty] = text[~empty].astype(float)
         except ValueError:
-            bad = next(i for i in np.flatnonzero(~empty) if not _is_float(text[i]))
+            bad = int(next(i for i in np.flatnonzero(~empty) if not _is_float(text[i])))
             raise self._error(f"'{text[bad]}' is not a number", bad, column) from None
         if not np.isfinite(values[~empty]).all():
             bad = int(np.flatnonzero(~empty & ~np.isfinite(values))[0])

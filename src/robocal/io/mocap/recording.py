@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 from robocal.errors import InputError
 from robocal.frames import rigid_fits
 
+
 @dataclass
 class BodyTrack:
     """A rigid body (6-DoF) streamed by the measuring system: position of its origin (m) and its
@@ -90,7 +91,8 @@ class MocapRecording:
         """For every body or marker with invalid frames: {"frames": their count, "ranges": [(first
         time, last time) of each run of consecutive invalid frames]}, times in seconds."""
         report = {}
-        for name, track in [*self.bodies.items(), *self.markers.items()]:
+        tracks: list[tuple[str, BodyTrack | MarkerTrack]] = [*self.bodies.items(), *self.markers.items()]
+        for name, track in tracks:
             if track.valid.all():
                 continue
             invalid = np.concatenate([[False], ~track.valid, [False]]).astype(int)
