@@ -35,9 +35,15 @@ def test_the_references_align_zero_pose_and_every_mapped_joint(mapping):
     fingertips (`TipChains`, checked against the model's FK in test_reach.py)."""
     config = mapping.config
     hq, rq = jnp.zeros(len(config.human.actuated)), jnp.zeros(len(config.robot.actuated))
-    robot = lambda q: mapping.reach.chains.points(mapping.reach.chains.gather(q))
+
+    def robot(q):
+        return mapping.reach.chains.points(mapping.reach.chains.gather(q))
+
     origins = np.asarray(mapping.robot_model.link_poses(mapping.robot_model.nominal, rq, [f.robot_reference for f in config.fingers]))[:, :3, 3]
-    unit = lambda v: np.asarray(v) / np.linalg.norm(v, axis=0)
+
+    def unit(v):
+        return np.asarray(v) / np.linalg.norm(v, axis=0)
+
     # The straight fingers point the same way (1e-12: exact rotations, round-off only).
     np.testing.assert_allclose(unit((jax.jit(mapping.targets)(hq) - origins).T), unit((jax.jit(robot)(rq) - origins).T), atol=1e-12)
     jh, jr = np.asarray(jax.jit(jax.jacfwd(mapping.targets))(hq)), np.asarray(jax.jit(jax.jacfwd(robot))(rq))

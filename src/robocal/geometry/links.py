@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import jax.numpy as jnp
 import numpy as np
@@ -21,10 +21,11 @@ from pydantic import Field
 
 from robocal.errors import InputError
 from robocal.geometry.distance import Primitive, signed_distance
-from robocal.geometry.primitives import Box, Capsule, Sphere
+from robocal.geometry.primitives import Box, Capsule, Sphere, vec3
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.urdf import parse_document
 from robocal.validation import Positive, Strict, Vec3
+
 
 @dataclass(frozen=True)
 class LinkShape:
@@ -65,7 +66,7 @@ class BoxConfig(Strict):
     half_extents: tuple[Positive, Positive, Positive]
 
 
-ShapeConfig = Annotated[Union[SphereConfig, CapsuleConfig, BoxConfig], Field(discriminator="type")]
+ShapeConfig = Annotated[SphereConfig | CapsuleConfig | BoxConfig, Field(discriminator="type")]
 
 
 def _origin(xyz, rpy=(0.0, 0.0, 0.0)) -> tuple[tuple[float, ...], ...]:
@@ -78,7 +79,7 @@ def shape_from_config(link: str, cfg: SphereConfig | CapsuleConfig | BoxConfig) 
         return LinkShape(link, Sphere(cfg.radius), _origin(cfg.center))
     if isinstance(cfg, CapsuleConfig):
         return LinkShape(link, Capsule(cfg.p0, cfg.p1, cfg.radius))
-    return LinkShape(link, Box(tuple(cfg.half_extents)), _origin(cfg.xyz, cfg.rpy))
+    return LinkShape(link, Box(vec3("half_extents", cfg.half_extents)), _origin(cfg.xyz, cfg.rpy))
 
 
 # ---- URDF collision elements ---------------------------------------------------------------
@@ -102,7 +103,7 @@ def shapes_from_urdf(path: str | Path) -> dict[str, tuple[LinkShape, ...]]:
             if shape.tag == "sphere":
                 spheres.append((np.array(xyz), float(shape.get("radius"))))
             elif shape.tag == "box":
-                half = tuple(float(v) / 2 for v in shape.get("size").split())
+                half = vec3("half_extents", (float(v) / 2 for v in shape.get("size").split()))
                 shapes.append(LinkShape(name, Box(half), _origin(xyz, rpy)))
             elif shape.tag == "cylinder":
                 cylinders.append((col, np.array(xyz), np.asarray(tf.rpy_to_matrix(jnp.asarray(rpy))), float(shape.get("radius")), float(shape.get("length"))))
@@ -113,7 +114,7 @@ def shapes_from_urdf(path: str | Path) -> dict[str, tuple[LinkShape, ...]]:
             if None in caps:
                 raise InputError(path, f"link '{name}': a cylinder is supported only as a capsule (capped by two spheres of its radius)", line=col.sourceline)
             used.update(caps)
-            shapes.append(LinkShape(name, Capsule(tuple(float(v) for v in ends[0]), tuple(float(v) for v in ends[1]), radius)))
+            shapes.append(LinkShape(name, Capsule(vec3("p0", ends[0]), vec3("p1", ends[1]), radius)))
         shapes += [LinkShape(name, Sphere(r), _origin(c)) for i, (c, r) in enumerate(spheres) if i not in used]
         if shapes:
             out[name] = tuple(shapes)

@@ -18,7 +18,8 @@ from robocal.errors import RobocalError
 Vec3 = tuple[float, float, float]
 
 
-def _vec3(name: str, values: Iterable[float]) -> Vec3:
+def vec3(name: str, values: Iterable[float]) -> Vec3:
+    """Three floats from `values`, named `name` in the error when there are not three."""
     vec = tuple(float(v) for v in values)
     if len(vec) != 3:
         raise RobocalError(f"{name} needs 3 numbers, got {len(vec)}")
@@ -59,8 +60,8 @@ class Capsule:
     radius: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "p0", _vec3("p0", self.p0))
-        object.__setattr__(self, "p1", _vec3("p1", self.p1))
+        object.__setattr__(self, "p0", vec3("p0", self.p0))
+        object.__setattr__(self, "p1", vec3("p1", self.p1))
         object.__setattr__(self, "radius", _radius(self.radius))
 
     def segment(self, pose: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -76,7 +77,7 @@ class Box:
     half_extents: Vec3
 
     def __post_init__(self) -> None:
-        half = _vec3("half_extents", self.half_extents)
+        half = vec3("half_extents", self.half_extents)
         if not all(h > 0.0 for h in half):
             raise RobocalError(f"half_extents must be > 0, got {half}")
         object.__setattr__(self, "half_extents", half)

@@ -17,9 +17,9 @@ from robocal.errors import InputError
 from robocal.geometry.links import GeometryFile, LinkShape, shape_from_config
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.dh import Num, Vec3
+from robocal.kinematics.load import load_robot
 from robocal.kinematics.tree import KinematicTree
 from robocal.models import packaged
-from robocal.kinematics.load import load_robot
 from robocal.validation import Positive, Strict, load_yaml_model
 
 
@@ -122,7 +122,8 @@ def load_mapping(path: str | Path | None = None) -> MappingConfig:
         if not tree.has_link(link):
             raise InputError(path, f"'{tree.name}' has no link '{link}'", field=field)
 
-    fingers, owner = [], {}
+    fingers: list[Finger] = []
+    owner: dict[str, str] = {}
     for name, f in spec.fingers.items():
         where = f"fingers.{name}"
         need(human, f.human_tip, f"{where}.human_tip")
@@ -158,8 +159,8 @@ def load_mapping(path: str | Path | None = None) -> MappingConfig:
     geometry_path = spec.contact.geometry if spec.contact.geometry.is_absolute() else path.parent / spec.contact.geometry
     declared = load_yaml_model(geometry_path, GeometryFile).links
     shapes = {}
-    for f in fingers:
-        if f.contact_link not in declared:
-            raise InputError(geometry_path, f"no shapes for link '{f.contact_link}' (the contact link of finger '{f.name}' in {path})", field="links")
-        shapes[f.contact_link] = tuple(shape_from_config(f.contact_link, c) for c in declared[f.contact_link])
+    for finger in fingers:
+        if finger.contact_link not in declared:
+            raise InputError(geometry_path, f"no shapes for link '{finger.contact_link}' (the contact link of finger '{finger.name}' in {path})", field="links")
+        shapes[finger.contact_link] = tuple(shape_from_config(finger.contact_link, c) for c in declared[finger.contact_link])
     return MappingConfig(path, human, robot, float(spec.scale), tuple(fingers), shapes, float(spec.contact.threshold))

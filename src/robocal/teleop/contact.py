@@ -18,7 +18,7 @@ import numpy as np
 from robocal.errors import RobocalError
 from robocal.geometry.distance import Primitive
 from robocal.geometry.links import LinkShape, link_distance
-from robocal.geometry.primitives import Box, Capsule, Sphere
+from robocal.geometry.primitives import Box, Capsule, Sphere, vec3
 from robocal.teleop.mapping import HandMapping
 
 # Object syntax of the command line: kind -> (numbers it takes, their meaning).
@@ -63,8 +63,8 @@ def parse_object(text: str, name: str | None = None) -> Obstacle:
         if kind == "box":
             pose = np.eye(4)
             pose[:3, 3] = values[:3]
-            return Obstacle(name, Box(tuple(values[3:])), pose)
-        return Obstacle(name, Capsule(tuple(values[:3]), tuple(values[3:6]), values[6]), np.eye(4))
+            return Obstacle(name, Box(vec3("half_extents", values[3:])), pose)
+        return Obstacle(name, Capsule(vec3("p0", values[:3]), vec3("p1", values[3:6]), values[6]), np.eye(4))
     except RobocalError as exc:
         raise RobocalError(f"object '{text}': {exc}") from None
 

@@ -14,9 +14,9 @@ its tree's `actuated` order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -83,7 +83,11 @@ class HandMapping:
             for joint, source, scale, offset in zip(f.joints, f.sources, f.scales, f.offsets):
                 j = robot_index[joint]
                 self._source[j], self._scale[j], self._offset[j] = human_index[source], scale, offset
-        self.lower, self.upper = (np.array([robot.joint(name).limits[i] for name in robot.actuated]) for i in (0, 1))  # all exist: ClosestReach checked
+        limits = [robot.joint(name).limits for name in robot.actuated]
+        bounds = [limit for limit in limits if limit is not None]
+        if len(bounds) != len(limits):  # ClosestReach has checked those of the fingers' joints
+            raise RobocalError(f"{robot.name}: the fingertip mapping needs limits on every actuated joint")
+        self.lower, self.upper = (np.array([limit[i] for limit in bounds]) for i in (0, 1))
         self._fingertip = jax.jit(self._fingertip_frame)
 
     @classmethod

@@ -86,10 +86,11 @@ class ClosestReach:
         missing = [tree.actuated[c] for c in used if limits[tree.actuated[c]] is None]
         if missing:
             raise RobocalError(f"{tree.source or tree.name}: the fingertip mapping needs joint limits ({', '.join(missing)} has none)")
+        bounds = {name: limit for name, limit in limits.items() if limit is not None}
         self.lower, self.upper = np.zeros(chains.columns.shape), np.zeros(chains.columns.shape)  # padded slots: [0, 0]
         for (f, i), c in np.ndenumerate(chains.columns):
             if c >= 0:
-                self.lower[f, i], self.upper[f, i] = limits[tree.actuated[c]]
+                self.lower[f, i], self.upper[f, i] = bounds[tree.actuated[c]]
         self.middle = (self.lower + self.upper) / 2
         self.points = jax.jit(chains.points)
         # The seed grid: per finger, the product of its joints' samples, cut into blocks by the
@@ -131,7 +132,10 @@ class ClosestReach:
         """`iterations` projected damped Gauss-Newton steps from x; returns (x, residual (F, 3),
         cost (F,))."""
         lower, upper, middle = jnp.asarray(self.lower), jnp.asarray(self.upper), jnp.asarray(self.middle)
-        objective = lambda x, r: jnp.sum(r**2, axis=1) + PULL**2 * jnp.sum((x - middle) ** 2, axis=1)
+
+        def objective(x, r):
+            return jnp.sum(r**2, axis=1) + PULL**2 * jnp.sum((x - middle) ** 2, axis=1)
+
         r, jac = self._residual_and_jacobian(x, targets)
         cost = objective(x, r)
         damping = jnp.full(len(self.chains.tips), DAMPING)
@@ -168,5 +172,8 @@ class ClosestReach:
         score = jnp.sqrt(cost)  # (1 + B, F): m, like the distance
         best = jnp.min(score[1:], axis=0)
         use = jnp.where(best < score[0] - TIE, 1 + jnp.min(jnp.where(score[1:] <= best, jnp.arange(seeds.shape[1])[:, None], seeds.shape[1]), axis=0), 0)  # (F,)
-        pick = lambda a: jnp.take_along_axis(a, use[None, :, None], axis=0)[0]
+
+        def pick(a):
+            return jnp.take_along_axis(a, use[None, :, None], axis=0)[0]
+
         return pick(x), pick(r) + targets
