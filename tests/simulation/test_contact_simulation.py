@@ -142,6 +142,11 @@ def _closest_core_points(p0, p1, q0, q1):
     return p0 + s * d1, q0 + t * d2
 
 
+def _core_ends(pose, cap):
+    """The two core end points of a capsule at a link pose, in the world frame."""
+    return [pose[:3, :3] @ np.asarray(e) + pose[:3, 3] for e in (cap.primitive.p0, cap.primitive.p1)]
+
+
 def test_torque_detection_penetrates_by_threshold_over_stiffness_times_lever_arm(written):
     """At detection ||J^T f|| = tau_th with f = k delta n, so delta = tau_th / (k ||J^T n||).
 
@@ -160,13 +165,15 @@ def test_torque_detection_penetrates_by_threshold_over_stiffness_times_lever_arm
     assert depth.min() >= tau_th / (k * 0.3)
     assert depth.max() < 2e-3
     # fingertip poses and their derivatives w.r.t. every actuated joint, at each recorded q
-    fk = lambda q: truth.link_poses(jnp.asarray(theta), q, TIPS)
+
+    def fk(q):
+        return truth.link_poses(jnp.asarray(theta), q, TIPS)
+
     poses, dposes = (np.asarray(v) for v in jax.jit(jax.vmap(lambda q: (fk(q), jax.jacfwd(fk)(q))))(jnp.asarray(sim.q)))  # (n, 4, 4, 4), (n, 4, 4, 4, n_act)
     for i, (moving, static) in enumerate(sim.pairs):
         m, s = TIPS.index(moving), TIPS.index(static)
         (cap_m,), (cap_s,) = geometry[moving], geometry[static]
-        world = lambda pose, cap: [pose[:3, :3] @ np.asarray(e) + pose[:3, 3] for e in (cap.primitive.p0, cap.primitive.p1)]
-        core_m, core_s = _closest_core_points(*world(poses[i, m], cap_m), *world(poses[i, s], cap_s))
+        core_m, core_s = _closest_core_points(*_core_ends(poses[i, m], cap_m), *_core_ends(poses[i, s], cap_s))
         gap = np.linalg.norm(core_m - core_s)
         np.testing.assert_allclose(cap_m.primitive.radius + cap_s.primitive.radius - gap, depth[i], rtol=1e-9)
         n = (core_s - core_m) / gap  # pushes the static body away from the moving one
@@ -180,7 +187,10 @@ def test_torque_detection_penetrates_by_threshold_over_stiffness_times_lever_arm
 
 def test_determinism_given_a_seed(written):
     truth, theta, geometry = written.truth, written.theta_true, written.geometry
-    run = lambda seed, noise: simulate_contacts(truth, truth.nominal, truth, theta, geometry, dlr_hand_pairs(), 2, seed=seed, joint_noise=noise, pool_size=3000)
+
+    def run(seed, noise):
+        return simulate_contacts(truth, truth.nominal, truth, theta, geometry, dlr_hand_pairs(), 2, seed=seed, joint_noise=noise, pool_size=3000)
+
     first, second, other = run(7, 1e-3), run(7, 1e-3), run(8, 1e-3)
     for name in ("q", "true_distance", "start_q", "end_q", "s"):
         np.testing.assert_array_equal(getattr(first, name), getattr(second, name))

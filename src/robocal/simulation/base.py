@@ -37,16 +37,16 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from robocal.errors import RobocalError
-from robocal.io.intervals import write_intervals
 from robocal.frames import rigid_fits
+from robocal.io.intervals import write_intervals
 from robocal.mobile.drive import DriveParameters, arc, integrate
 from robocal.mobile.se2 import between, compose, conjugate, wrap
 

@@ -49,7 +49,8 @@ def simulate_fleet(
     problem = yaml.safe_dump(session_problem("robot.urdf", joints, sigma, tolerance), sort_keys=False)
     # a slipped offset is rework; an arm whose calibrated markers miss by 5 noise stds fails
     criteria = yaml.safe_dump({"tolerance": {"joint_offset": tolerance}, "max_rms": float(5 * sigma * np.sqrt(3))}, sort_keys=False)
-    truth = {"robot": robot_file.name, "tolerance": tolerance, "defect": defect, "units": {}}
+    unit_truth: dict[str, dict] = {}
+    truth = {"robot": robot_file.name, "tolerance": tolerance, "defect": defect, "units": unit_truth}
     for k in range(units):
         serial = f"UNIT-{k:05d}"
         offsets = rng.uniform(-tolerance, tolerance, len(joints))
@@ -64,6 +65,6 @@ def simulate_fleet(
         (folder / "criteria.yaml").write_text(criteria)
         q = sample_configurations(tree, postures, seed=int(rng.integers(2**31)))
         simulate_markers(folder / "markers.csv", model, model.nominal + offsets, q, [BODY], sigma=sigma, seed=int(rng.integers(2**31)))
-        truth["units"][serial] = {"offsets": dict(zip(joints, offsets.tolist())), "defective": slipped is not None, "slipped_joint": None if slipped is None else joints[slipped]}
+        unit_truth[serial] = {"offsets": dict(zip(joints, offsets.tolist())), "defective": slipped is not None, "slipped_joint": None if slipped is None else joints[slipped]}
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     return truth

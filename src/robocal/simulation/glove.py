@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from robocal.errors import RobocalError
 from robocal.kinematics.dh import load_dh
-from robocal.kinematics.model import RobotModel
+from robocal.kinematics.model import Mode, RobotModel
 from robocal.kinematics.sensors import JointSensors
 from robocal.models import packaged
 from robocal.problem.build import joint_modes
@@ -44,7 +45,7 @@ VISION_NOISE = 0.0005  # m, std of one fingertip coordinate measured by the ster
 # row's constants belong to the next joint, so the finger's abduction-to-flexion offset is
 # `<f>_mcp.a`, its phalanges `<f>_pip.a`, `<f>_dip.a`, `<f>_tip_joint.a`; the thumb's are
 # `thumb_T1.a`, the metacarpal `thumb_T2.d`, `thumb_T3.a`, `thumb_tip_joint.a`.
-LENGTH_JOINTS = {"*_mcp": "dh", "*_pip": "dh", "*_dip": "dh", "*_tip_joint": "dh", "thumb_T[123]": "dh"}
+LENGTH_JOINTS: dict[str, Mode] = {"*_mcp": "dh", "*_pip": "dh", "*_dip": "dh", "*_tip_joint": "dh", "thumb_T[123]": "dh"}
 NOT_LENGTHS = ["*.theta", "*.alpha", "*_mcp.d", "*_pip.d", "*_dip.d", "*_tip_joint.d", "thumb_T1.d", "thumb_T3.d", "thumb_T2.a"]
 HAND, GLOVE = "human_hand.yaml", "cyberglove_22.yaml"
 
@@ -52,14 +53,16 @@ HAND, GLOVE = "human_hand.yaml", "cyberglove_22.yaml"
 def glove_model(hand: Path, glove: Path) -> RobotModel:
     """The hand read through the glove, its link lengths and all sensor parameters free."""
     tree = load_dh(hand)
-    modes = joint_modes(tree, ParametersConfig(joints=LENGTH_JOINTS), hand)
+    modes = joint_modes(tree, ParametersConfig.model_validate({"joints": LENGTH_JOINTS}), hand)
     return RobotModel(tree, modes, fixed=NOT_LENGTHS, sensors=JointSensors.load(glove, tree.actuated))
 
 
 def raw_spans(model: RobotModel) -> np.ndarray:
     """(n_sensors, 2): per sensor, the raw span its main joint's limits map onto (nominal model)."""
     sensors, tree = model.sensors, model.tree
-    spans = []
+    if sensors is None:
+        raise RobocalError(f"{tree.name}: the glove model has no joint sensors")
+    spans: list[np.ndarray | None] = []
     for s in range(len(sensors.sensors)):
         k = int(np.argmax(np.abs(sensors.gains[:, s])))
         if sensors.gains[k, s] == 0:

@@ -11,9 +11,9 @@ the rotation noise w being a rotation vector in the body frame (the frame of the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import jax
 import numpy as np
@@ -34,10 +34,10 @@ class MarkerBody:
     orientation: bool = False  # also write the body orientation as a quaternion
 
     def point_columns(self, k: int) -> tuple[str, str, str]:
-        return tuple(f"{self.name}_p{k}_{c}" for c in "xyz")
+        return (f"{self.name}_p{k}_x", f"{self.name}_p{k}_y", f"{self.name}_p{k}_z")
 
     def quaternion_columns(self) -> tuple[str, str, str, str]:
-        return tuple(f"{self.name}_q{c}" for c in "wxyz")
+        return (f"{self.name}_qw", f"{self.name}_qx", f"{self.name}_qy", f"{self.name}_qz")
 
     def points(self, known: bool = True) -> list[dict]:
         """The `points:` entry of a problem file; `known`: offsets given, else estimated from 0."""

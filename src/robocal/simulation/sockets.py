@@ -8,6 +8,8 @@ a 6-joint one). The recording is only informative when it spreads over that mani
 `sample_socket_configurations` draws configurations as the operator does, by moving the arm
 around while the ball stays in place:
 
+The sampling (`robocal.simulation.socket_sampling`):
+
 1. **Starts.** Damped least squares from random configurations (uniform within the joint limits)
    on the ball position *and* the approach axis pointing straight down, clipped to the limits.
 2. **Walk.** From each feasible start a chain of random null-space steps: a Gaussian joint step
@@ -32,10 +34,10 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -49,21 +51,18 @@ from robocal.kinematics.model import RobotModel
 from robocal.kinematics.urdf import load_urdf, write_calibrated_urdf
 from robocal.measurements.socket import socket_distortion, socket_mae
 from robocal.simulation.perturb import perturb_parameters
+from robocal.simulation.socket_sampling import (
+    DEFAULT_CONE,
+    BallChain,
+    ball_chain,
+    position_jacobian,
+    sample_socket_configurations,
+)
 
 DEFAULT_LINK = "ball_link"
-DEFAULT_APPROACH = (0.0, 0.0, 1.0)  # the link's +z: the flange axis
-DEFAULT_CONE = float(np.deg2rad(60.0))
 SOCKET_DISTANCE = 0.05  # m, between sockets 0 and 1 of the MUKCa plate
 DISTANCE_SIGMA = 2e-5  # m, machining tolerance of that distance, as written in the problems
 MIN_SIGMA = 1e-6  # m, the written sigma of a noise-free simulation (a problem needs sigma > 0)
-
-POSITION_TOLERANCE = 1e-10  # m, largest accepted distance of the ball center from its socket
-NEWTON_ITERATIONS = 10  # at most, back onto the constraint after a null-space step
-CONVERGED = 1e-13  # m, Newton stops below this distance (the last step still improves on it)
-START_ITERATIONS = 60  # damped least squares from a random configuration (more find few more starts)
-START_DAMPING = 1e-4  # m^2, keeps far-from-solution steps short
-NEWTON_DAMPING = 1e-12  # m^2, only guards against an exactly singular J J^T
-APPROACH_WEIGHT = 0.1  # m per unit of approach-axis error in the start solve (the arm's scale)
 
 TABLE_CLEARANCE = 0.02  # m, ball center above the robot's base plane when the plate lies on its table
 PLACEMENT_RADIUS = 0.55  # default plates at this fraction of the seatable horizontal reach
@@ -87,176 +86,6 @@ class Placement:
         return np.stack([origin, origin + distance * direction / np.linalg.norm(direction)])
 
 
-@dataclass(frozen=True, eq=False)
-class BallChain:
-    """The actuated joints that move the ball link, their limits, and the approach axis.
-
-    Configurations of the chain (`qc`, in `joints` order: the columns of a socket file) are
-    scattered into the robot's full actuated vector with every other joint at 0, which cannot
-    move the ball. Hashed by identity: it is the static argument of the jitted kernels below.
-    """
-
-    robot: RobotModel
-    link: str
-    joints: tuple[str, ...]
-    columns: tuple[int, ...]  # index of each chain joint in robot.tree.actuated
-    lower: np.ndarray
-    upper: np.ndarray
-    approach: tuple[float, float, float]  # unit vector in the link frame
-
-    def full(self, qc):
-        return jnp.zeros(len(self.robot.tree.actuated), dtype=qc.dtype).at[np.array(self.columns)].set(qc)
-
-    def pose(self, theta, qc):
-        return self.robot.link_poses(theta, self.full(qc), (self.link,))[0]
-
-    def center(self, theta, qc):
-        return self.pose(theta, qc)[:3, 3]
-
-    def approach_cosine(self, theta, qc):
-        """Cosine of the angle between the approach axis and straight down (-z of the root)."""
-        return -(self.pose(theta, qc)[:3, :3] @ jnp.asarray(self.approach))[2]
-
-    def feasible(self, theta, qc, center, cos_cone):
-        """Ball at the socket, joints within their limits, approach inside the cone."""
-        at_socket = jnp.linalg.norm(self.center(theta, qc) - center) < POSITION_TOLERANCE
-        within = jnp.all((qc >= self.lower) & (qc <= self.upper))
-        return at_socket & within & (self.approach_cosine(theta, qc) >= cos_cone)
-
-
-@lru_cache(maxsize=16)
-def ball_chain(robot: RobotModel, link: str, approach: tuple[float, float, float] = DEFAULT_APPROACH) -> BallChain:
-    """The chain of `link` (cached per robot object, so its kernels compile once per robot)."""
-    tree = robot.tree
-    joints = tree.actuated_for([link])
-    if not joints:
-        raise RobocalError(f"{tree.source or tree.name}: no actuated joint moves link '{link}'")
-    bounds = np.array([tree.joint(name).limits or (-np.pi, np.pi) for name in joints], dtype=float)
-    axis = np.asarray(approach, dtype=float)
-    if axis.shape != (3,) or not np.linalg.norm(axis) > 0:
-        raise RobocalError(f"approach axis {approach} must be a nonzero 3-vector in the frame of '{link}'")
-    axis = tuple(float(a) for a in axis / np.linalg.norm(axis))
-    return BallChain(robot, link, joints, tuple(tree.actuated.index(name) for name in joints), bounds[:, 0], bounds[:, 1], axis)
-
-
-def _twice(f, x):
-    """(f(x), f(x)) from one evaluation: a function and its Jacobian in one `jacfwd(has_aux=True)` pass."""
-    y = f(x)
-    return y, y
-
-
-def _position_jacobian(chain: BallChain, theta, qc):
-    """(J (3, k), p (3,)) of the ball center, one forward pass."""
-    return jax.jacfwd(partial(_twice, partial(chain.center, theta)), has_aux=True)(qc)
-
-
-def _newton(chain: BallChain, theta, qc, center):
-    """Minimum-norm Newton steps q <- q - J^T (J J^T)^-1 (p(q) - center): back onto the socket
-    while moving the joints as little as possible. Stops when the ball is CONVERGED from the
-    socket (about 5 steps from a 0.1 m drift: the convergence is quadratic) or after
-    NEWTON_ITERATIONS."""
-
-    def unconverged(state):
-        i, _, error = state
-        return (i < NEWTON_ITERATIONS) & (error > CONVERGED)
-
-    def step(state):
-        i, q, _ = state
-        jac, p = _position_jacobian(chain, theta, q)
-        return i + 1, q - jac.T @ jnp.linalg.solve(jac @ jac.T + NEWTON_DAMPING * jnp.eye(3), p - center), jnp.linalg.norm(p - center)
-
-    return jax.lax.while_loop(unconverged, step, (0, qc, jnp.inf))[1]
-
-
-@partial(jax.jit, static_argnames=("chain",))
-def _solve_starts(theta, q0, center, cos_cone, chain: BallChain):
-    """Damped least squares from each row of q0 to the socket with the approach axis straight
-    down (clipped to the limits), then Newton on the position alone: (q, feasible, position
-    error, approach cosine) per start."""
-    down = jnp.array([0.0, 0.0, -1.0])
-
-    def residual(q):
-        pose = chain.pose(theta, q)
-        return jnp.concatenate([pose[:3, 3] - center, APPROACH_WEIGHT * (pose[:3, :3] @ jnp.asarray(chain.approach) - down)])
-
-    def step(_, q):
-        jac, r = jax.jacfwd(partial(_twice, residual), has_aux=True)(q)
-        dq = jac.T @ jnp.linalg.solve(jac @ jac.T + START_DAMPING * jnp.eye(6), r)
-        return jnp.clip(q - dq, chain.lower, chain.upper)
-
-    def one(q):
-        q = _newton(chain, theta, jax.lax.fori_loop(0, START_ITERATIONS, step, q), center)
-        error = jnp.linalg.norm(chain.center(theta, q) - center)
-        return q, chain.feasible(theta, q, center, cos_cone), error, chain.approach_cosine(theta, q)
-
-    return jax.vmap(one)(q0)
-
-
-@partial(jax.jit, static_argnames=("chain",))
-def _walk(theta, q0, noise, center, cos_cone, chain: BallChain):
-    """One chain of null-space steps per row of q0 (noise: (chains, steps, k) joint steps): the
-    last state of each chain; a step that leaves the feasible set is not taken."""
-
-    def step(q, dq):
-        jac, _ = _position_jacobian(chain, theta, q)
-        null_step = dq - jac.T @ jnp.linalg.solve(jac @ jac.T + NEWTON_DAMPING * jnp.eye(3), jac @ dq)
-        moved = _newton(chain, theta, q + null_step, center)
-        ok = chain.feasible(theta, moved, center, cos_cone)
-        return jnp.where(ok, moved, q), None
-
-    return jax.vmap(lambda q, steps: jax.lax.scan(step, q, steps)[0])(q0, noise)
-
-
-def _unreachable(chain: BallChain, center: np.ndarray, cone: float, error: np.ndarray, cosine: np.ndarray) -> RobocalError:
-    """Why no start reached the socket: too far, or only with the flange pointing too far from down."""
-    where = f"'{chain.link}' at ({', '.join(f'{c:.4f}' for c in center)}) m"
-    reached = error < POSITION_TOLERANCE
-    if not reached.any():
-        why = f"none of {len(error)} random starts reached it within the joint limits (closest {error.min() * 1e3:.1f} mm away)"
-    else:
-        best = np.degrees(np.arccos(np.clip(cosine[reached].max(), -1.0, 1.0)))
-        why = f"the ball reaches it only with the approach axis at least {best:.0f} deg from straight down (cone {np.degrees(cone):.0f} deg)"
-    return RobocalError(f"cannot seat {where}: {why}")
-
-
-def sample_socket_configurations(
-    robot: RobotModel,
-    theta: np.ndarray,
-    link: str,
-    center: Sequence[float],
-    n: int,
-    rng: np.random.Generator,
-    *,
-    approach: Sequence[float] = DEFAULT_APPROACH,
-    cone: float = DEFAULT_CONE,
-    step: float = 0.3,
-    steps: int = 40,
-    starts: int | None = None,
-) -> np.ndarray:
-    """(n, k) configurations of the k actuated joints moving `link` (URDF actuated order) that put
-    the link's origin at `center` (root frame, m) to < 1e-10 m on the robot at `theta`, within the
-    joint limits, with `approach` (a unit axis of the link frame) within `cone` (rad) of straight
-    down, spread over the self-motion manifold by `steps` null-space steps of std `step` (rad)
-    per joint from `starts` (default 2 n, at least 16) random starts (see the module docstring).
-    """
-    if n < 1:
-        raise RobocalError(f"n = {n}: at least one configuration per socket")
-    chain = ball_chain(robot, link, tuple(float(a) for a in approach))
-    theta, center = jnp.asarray(theta, dtype=float), jnp.asarray(center, dtype=float)
-    cos_cone = float(np.cos(cone))
-    q0 = rng.uniform(chain.lower, chain.upper, size=(starts or max(2 * n, 16), len(chain.joints)))
-    q, ok, error, cosine = (np.asarray(a) for a in _solve_starts(theta, jnp.asarray(q0), center, cos_cone, chain))
-    if not ok.any():
-        raise _unreachable(chain, np.asarray(center), cone, error, cosine)
-    begin = q[ok][rng.integers(ok.sum(), size=n)]
-    noise = rng.normal(0.0, step, size=(n, steps, len(chain.joints)))
-    samples = _walk(theta, jnp.asarray(begin), jnp.asarray(noise), center, cos_cone, chain)
-    return np.asarray(samples)
-
-
-# ---- the experiment (`robocal simulate sockets`) ----------------------------------------------
-
-
 @jax.jit
 def _placement_figures(points, socket, distance):
     return socket_mae(points, socket, 2), socket_distortion(points, socket, 2, distance)
@@ -265,7 +94,7 @@ def _placement_figures(points, socket, distance):
 @partial(jax.jit, static_argnames=("chain",))
 def _centers_and_jacobians(theta, qc, chain: BallChain):
     """Ball centers (n, 3) and their joint Jacobians (n, 3, k)."""
-    jac, p = jax.vmap(lambda q: _position_jacobian(chain, theta, q))(qc)
+    jac, p = jax.vmap(lambda q: position_jacobian(chain, theta, q))(qc)
     return p, jac
 
 
@@ -305,7 +134,8 @@ def default_placements(chain: BallChain, theta: np.ndarray, *, cone: float = DEF
     def plate(name: str, azimuth: float, height: float) -> Placement:
         radial = np.array([np.cos(azimuth), np.sin(azimuth)])
         socket0 = np.append(hub + radius * radial - 0.5 * distance * np.array([-radial[1], radial[0]]), height)
-        return Placement(name, tuple(float(v) for v in socket0), (float(-radial[1]), float(radial[0]), 0.0))
+        x, y, z = (float(v) for v in socket0)
+        return Placement(name, (x, y, z), (float(-radial[1]), float(radial[0]), 0.0))
 
     return [plate("front", 0.0, table), plate("left", SIDE_AZIMUTH, table), plate("right", -SIDE_AZIMUTH, table), plate("high", 0.0, table + HIGH_LIFT * reach)]
 
@@ -373,7 +203,7 @@ def _placement_truth(chain: BallChain, theta_nominal, theta_true, placement: Pla
     q, noisy = np.concatenate(configurations), np.concatenate(recorded)
     socket = jnp.asarray(np.concatenate([np.full(len(c), k) for k, c in enumerate(configurations)]))
     _, jac = _centers_and_jacobians(jnp.asarray(theta_true), jnp.asarray(q), chain)
-    figures = {}
+    figures: dict[str, float] = {}
     for label, theta in (("nominal", theta_nominal), ("noise_floor", theta_true)):
         points, _ = _centers_and_jacobians(jnp.asarray(theta), jnp.asarray(noisy), chain)
         mae, distortion = _placement_figures(points, socket, distance)
@@ -393,6 +223,41 @@ def _problem(placement: str, link: str, joints: Sequence[str], entry: dict, tran
             {"name": placement, "type": "socket", "data": f"data/{placement}", "link": link, "sigma": entry["sigma"], "distance": float(distance), "distance_sigma": DISTANCE_SIGMA}
         ],
     }
+
+
+def _check_options(translation: float, rotation: float, distance: float, joint_noise: float, n_per_socket: int) -> None:
+    prior = "it is also the prior sigma of the written problems"
+    for name, value, meaning in (("translation", translation, prior), ("rotation", rotation, prior), ("distance", distance, "between sockets 0 and 1")):
+        if not value > 0:
+            raise RobocalError(f"{name} = {value}: must be > 0 ({meaning})")
+    if joint_noise < 0 or n_per_socket < 1:
+        raise RobocalError(f"joint_noise = {joint_noise}, n_per_socket = {n_per_socket}: need joint_noise >= 0 and n_per_socket >= 1")
+
+
+def _socket_configurations(
+    truth: RobotModel,
+    theta_true: np.ndarray,
+    link: str,
+    placements: Sequence[Placement],
+    distance: float,
+    n_per_socket: int,
+    rng: np.random.Generator,
+    robot_path: Path,
+    progress: Callable[[int, int, str], None] | None,
+) -> dict[str, list[np.ndarray]]:
+    """Per placement, the TRUE robot's configurations (n_per_socket, k) in each of its two sockets."""
+    configurations: dict[str, list[np.ndarray]] = {}
+    total = 2 * len(placements)
+    for placement in placements:
+        configurations[placement.name] = []
+        for k, center in enumerate(placement.sockets(distance)):
+            try:
+                configurations[placement.name].append(sample_socket_configurations(truth, theta_true, link, center, n_per_socket, rng))
+            except RobocalError as exc:
+                raise RobocalError(f"{robot_path}: placement '{placement.name}', socket {k}: {exc}") from None
+            if progress is not None:
+                progress(sum(map(len, configurations.values())), total, f"{placement.name} socket {k}")
+    return configurations
 
 
 def simulate_sockets(
@@ -425,12 +290,7 @@ def simulate_sockets(
     after each socket.
     """
     started = time.perf_counter()
-    prior = "it is also the prior sigma of the written problems"
-    for name, value, meaning in (("translation", translation, prior), ("rotation", rotation, prior), ("distance", distance, "between sockets 0 and 1")):
-        if not value > 0:
-            raise RobocalError(f"{name} = {value}: must be > 0 ({meaning})")
-    if joint_noise < 0 or n_per_socket < 1:
-        raise RobocalError(f"joint_noise = {joint_noise}, n_per_socket = {n_per_socket}: need joint_noise >= 0 and n_per_socket >= 1")
+    _check_options(translation, rotation, distance, joint_noise, n_per_socket)
     robot_path, out = Path(robot_path), Path(out)
     truth = socket_model(robot_path, link)
     tree, joints = truth.tree, tuple(truth.modes)
@@ -439,17 +299,7 @@ def simulate_sockets(
     placements = _check_placements(placements if placements is not None else default_placements(chain, truth.nominal, distance=distance, seed=seed))
     sampling, noise = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
 
-    configurations: dict[str, list[np.ndarray]] = {}
-    total = 2 * len(placements)
-    for placement in placements:
-        configurations[placement.name] = []
-        for k, center in enumerate(placement.sockets(distance)):
-            try:
-                configurations[placement.name].append(sample_socket_configurations(truth, theta_true, link, center, n_per_socket, sampling))
-            except RobocalError as exc:
-                raise RobocalError(f"{robot_path}: placement '{placement.name}', socket {k}: {exc}") from None
-            if progress is not None:
-                progress(sum(map(len, configurations.values())), total, f"{placement.name} socket {k}")
+    configurations = _socket_configurations(truth, theta_true, link, placements, distance, n_per_socket, sampling, robot_path, progress)
     recorded = {name: [q + noise.normal(0.0, joint_noise, q.shape) for q in qs] for name, qs in configurations.items()}
 
     out.mkdir(parents=True, exist_ok=True)

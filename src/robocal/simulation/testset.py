@@ -19,7 +19,7 @@ independent draw per finger.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
