@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 
 from robocal.grasp import objects
-from robocal.grasp.controller import AnalyticalEstimator, AnalyticalPredictor, GraspController, fixed_offsets, make_controller
+from robocal.grasp.controller import (
+    AnalyticalEstimator,
+    AnalyticalPredictor,
+    GraspController,
+    fixed_offsets,
+    make_controller,
+)
 from robocal.grasp.grasps import generate_grasps
 from robocal.grasp.hand import Hand
 from robocal.grasp.metrics import NO_FORCE_LIMIT

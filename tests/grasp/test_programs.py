@@ -23,7 +23,18 @@ import pytest
 
 from robocal.errors import RobocalError
 from robocal.grasp.controller import torque_command
-from robocal.grasp.programs import F_SIGMA, FORCE_REG, LEVER, MOTION_REG, OBJECT_REG, W_EQ, GraspModel, estimate_wrench, optimize_torques, programs_for
+from robocal.grasp.programs import (
+    F_SIGMA,
+    FORCE_REG,
+    LEVER,
+    MOTION_REG,
+    OBJECT_REG,
+    W_EQ,
+    GraspModel,
+    estimate_wrench,
+    optimize_torques,
+    programs_for,
+)
 
 MU, C, KP = 0.4, 1.0e4, 5.0
 SIGMA = 0.005  # Nm

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,15 @@ class TorquePredictor(Protocol):
         against `wrench` (a torque predictor returning tau_d gives tau_d / kp)."""
 
 
+T = TypeVar("T")
+
+def _started(value: T | None) -> T:
+    """What `start` sets, once it has run."""
+    if value is None:
+        raise RobocalError("start() must be called before the controller is used")
+    return value
+
+
 @dataclass
 class AnalyticalEstimator:
     """The smallest external force that explains the measured torques (programs.estimate_wrench)."""
@@ -65,7 +74,7 @@ class AnalyticalEstimator:
         self.model = linearized(situation)
 
     def estimate(self, q_d, q_m, tau_m) -> np.ndarray:
-        return estimate_wrench(self.model, np.asarray(tau_m, dtype=float), torque_sigma=self.torque_sigma).wrench
+        return estimate_wrench(_started(self.model), np.asarray(tau_m, dtype=float), torque_sigma=self.torque_sigma).wrench
 
 
 @dataclass
@@ -92,7 +101,7 @@ class AnalyticalPredictor:
         self.delta0 = forces.reshape(-1) / self.model.stiffness
 
     def offsets(self, wrench) -> np.ndarray:
-        command, margin = torque_command(self.model, np.asarray(wrench, dtype=float), self.margin, self.delta0)
+        command, margin = torque_command(_started(self.model), np.asarray(wrench, dtype=float), self.margin, self.delta0)
         if margin < self.margin:
             self.margin_dropped += 1
         return command.q_offset
@@ -156,7 +165,7 @@ class GraspController:
     def step(self, t: float, q_m: np.ndarray, tau_m: np.ndarray) -> np.ndarray:
         dt, self._t = t - self._t, t
         alpha = dt / (self.filter_time + dt) if self.filter_time > 0 else 1.0
-        self.last_wrench = self.last_wrench + alpha * (self.estimator.estimate(self._q_d, q_m, tau_m) - self.last_wrench)
+        self.last_wrench = self.last_wrench + alpha * (self.estimator.estimate(_started(self._q_d), q_m, tau_m) - self.last_wrench)
         self._q_d = self._q_init + self.predictor.offsets(self.last_wrench)
         return self._q_d
 
@@ -174,7 +183,7 @@ class ConstantOffsets:
         return self._q_d
 
     def step(self, t: float, q_m: np.ndarray, tau_m: np.ndarray) -> np.ndarray:
-        return self._q_d
+        return _started(self._q_d)
 
 
 def fixed_offsets(situation: GraspSituation) -> np.ndarray:

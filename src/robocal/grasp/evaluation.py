@@ -104,7 +104,6 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
     points, normals = obj.sample_surface(rng, config.forces)
     magnitude = FORCE[grasp.kind]
     forces = [ExternalForce(point=p, direction=-n, magnitude=magnitude) for p, n in zip(points, normals)]
-    common = dict(gravity=config.gravity, control_period=config.control_period)
     make = partial(make_controller, margin=config.margin, filter_time=config.filter_time)
     if config.controller == "learned":  # the networks see the object's voxel grid, made once per grasp
         from robocal.grasp.learned.controller import learned_controller, load, object_voxels
@@ -119,7 +118,7 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
         keys = _keys(entry, method, scale, f, force.magnitude)
         controller = make(method, scale)
         try:
-            result = run_trial(hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, **common)
+            result = run_trial(hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, gravity=config.gravity, control_period=config.control_period)
         except RobocalError as exc:
             return {**keys, "error": str(exc)}
         record = {**keys, **_figures(result, ramp)}
@@ -206,7 +205,8 @@ def run_evaluation(config: EvaluationConfig, workers: int | None = None, progres
 
 def _chosen(attempts: list[dict], per_object: int) -> list[dict]:
     """The first `per_object` successful attempts of every object."""
-    out, count = [], {}
+    out: list[dict] = []
+    count: dict[str, int] = {}
     for a in attempts:
         if a["grasp"].status == "ok" and count.get(a["object"], 0) < per_object:
             count[a["object"]] = count.get(a["object"], 0) + 1

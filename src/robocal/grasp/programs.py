@@ -210,7 +210,8 @@ class GraspPrograms:
         tangents = tangent_basis(model.normals)
         for i in range(n):
             self._cone[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = np.vstack([-model.mu * model.normals[i], tangents[i]])
-        self._estimator = self._optimizer = None
+        self._estimator: _Program | None = None
+        self._optimizer: _Program | None = None
 
     @property
     def retries(self) -> int:
@@ -219,7 +220,7 @@ class GraspPrograms:
 
     # ---- wrench estimation ------------------------------------------------------------------
 
-    def _build_estimator(self):
+    def _build_estimator(self) -> _Program:
         m, n, L = self.model, self.model.n_contacts, self.model.n_joints
         # variables z = (f (3N), t_w, t_r); slack = S z + const, clarabel's A = -S, b = const
         S = np.zeros((3 * n + 4 + 1 + L, 3 * n + 2))
@@ -232,6 +233,7 @@ class GraspPrograms:
         q = np.r_[np.zeros(3 * n), 1.0, F_SIGMA / self.torque_sigma]
         cones = [clarabel.SecondOrderConeT(3)] * n + [clarabel.SecondOrderConeT(4), clarabel.SecondOrderConeT(L + 1)]
         self._estimator = _Program("wrench estimation", P, q, sp.csc_matrix(-S), cones)
+        return self._estimator
 
     def estimate(self, tau_measured: np.ndarray) -> WrenchEstimate:
         """The smallest external wrench consistent with the measured joint torques (L,)."""
@@ -239,17 +241,16 @@ class GraspPrograms:
         tau_measured = np.asarray(tau_measured, dtype=float)
         if tau_measured.shape != (L,) or not np.all(np.isfinite(tau_measured)):
             raise RobocalError(f"estimate_wrench: tau_measured must be {L} finite torques (got shape {tau_measured.shape})")
-        if self._estimator is None:
-            self._build_estimator()
-        b = np.zeros(self._estimator.A.shape[0])
+        estimator = self._estimator if self._estimator is not None else self._build_estimator()
+        b = np.zeros(estimator.A.shape[0])
         b[3 * n + 5 :] = -tau_measured
-        x, status = self._estimator.solve(b=b)
+        x, status = estimator.solve(b=b)
         f = x[: 3 * n]
         return WrenchEstimate(wrench=-(m.G @ f), forces=f.reshape(n, 3), torque_residual=m.J.T @ f - tau_measured, status=status)
 
     # ---- torque optimization ----------------------------------------------------------------
 
-    def _build_optimizer(self):
+    def _build_optimizer(self) -> _Program:
         m, n, L = self.model, self.model.n_contacts, self.model.n_joints
         c, tips = m.stiffness, np.flatnonzero(m.tip_finger >= 0)
         T, F, nu = len(tips), len(self.fingers), L + 6
@@ -271,9 +272,9 @@ class GraspPrograms:
             S_z[k, nu + k] = -1.0
             cone[3 * i] = 0.0  # its cone's first entry becomes s_i
             S_z[N + 3 * i, nu + k] = 1.0
-        for l, finger in enumerate(self.fingers):  # sum over the finger's tips of (mu f_n - s) >= v
+        for j, finger in enumerate(self.fingers):  # sum over the finger's tips of (mu f_n - s) >= v
             mine = m.tip_finger[tips] == finger
-            S_f[T + l], S_z[T + l] = S_f[:T][mine].sum(axis=0), S_z[:T][mine].sum(axis=0)
+            S_f[T + j], S_z[T + j] = S_f[:T][mine].sum(axis=0), S_z[:T][mine].sum(axis=0)
         if K:
             S_f[T + F : N] = np.vstack([-m.J.T, m.J.T])  # limit -+ J^T f >= 0
         S_f[N : N + 3 * n] = cone
@@ -291,6 +292,7 @@ class GraspPrograms:
         cones = [clarabel.NonnegativeConeT(N)] if N else []
         cones += [clarabel.SecondOrderConeT(3)] * n + [clarabel.SecondOrderConeT(7)]
         self._optimizer = _Program("torque optimization", sp.csc_matrix(np.triu(P)), self._q_opt, sp.csc_matrix(A), cones)
+        return self._optimizer
 
     def optimize(self, wrench: np.ndarray, margin: float, delta0: np.ndarray | None = None) -> TorqueCommand:
         """The smallest joint torques that hold the object at its initial pose against `wrench`
@@ -305,15 +307,14 @@ class GraspPrograms:
         f0 = np.zeros(3 * n) if delta0 is None else m.stiffness * np.asarray(delta0, dtype=float).reshape(-1)
         if f0.shape != (3 * n,) or not np.all(np.isfinite(f0)):
             raise RobocalError(f"optimize_torques: delta0 must hold 3N = {3 * n} finite values")
-        if self._optimizer is None:
-            self._build_optimizer()
+        optimizer = self._optimizer if self._optimizer is not None else self._build_optimizer()
         T, F, N, nu = self._T, self._F, self._N, L + 6
         b = self._S_f @ f0 + self._b0
         b[T : T + F] -= margin
         b[N + 3 * n + 1 :] += self._D * wrench
         q = self._q_opt.copy()
         q[:nu] = 2 * self._JB.T @ (m.J.T @ f0 / LEVER)
-        x, status = self._optimizer.solve(q=q, b=b)
+        x, status = optimizer.solve(q=q, b=b)
         u = x[:nu]
         f = self._B @ u + f0
         tau = m.J.T @ f
