@@ -55,21 +55,26 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
     written[0].write_text(json.dumps(report, indent=2) + "\n")
     frames = {}
     for name, frame in problem.frames.items():
+        if frame.initial is None:
+            raise InputError(problem.path, f"frame '{name}' has no initial pose to report")
         std = dict(zip(("dx", "dy", "dz", "rx", "ry", "rz"), cal.solution.std[frame.block].tolist())) if frame.block is not None else None
         frames[name] = {"initial": _pose(frame.initial), "baseline": _pose(frame.estimate(cal.baseline)), "calibrated": _pose(frame.estimate(cal.estimate)), "std_local": std}
     header = "# Frames estimated by robocal: pose of the frame as xyz (m), URDF rpy (rad) and quaternion.\n# std_local: std of the 6 local corrections (dx, dy, dz in m, rotation vector in rad) about `initial`.\n"
     written[1].write_text(header + yaml.safe_dump(frames, sort_keys=False))
-    if problem.tree is not None:
+    robot, tree = problem.robot, problem.tree
+    if tree is not None and robot is not None:
         written.append(out / "calibrated.urdf")
-        origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in problem.robot.calibrated_origins(cal.estimate[problem.layout.blocks["robot"]]).items()}
-        if problem.tree.source_kind == "urdf":
-            write_calibrated_urdf(problem.tree.source, written[-1], origins)
+        theta_robot = cal.estimate[problem.layout.blocks["robot"]]
+        origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in robot.calibrated_origins(theta_robot).items()}
+        if tree.source_kind == "urdf" and tree.source is not None:
+            write_calibrated_urdf(tree.source, written[-1], origins)
         else:
-            write_urdf(problem.tree, written[-1], origins)
-        sensors = problem.robot.calibrated_sensors(cal.estimate[problem.layout.blocks["robot"]])
+            write_urdf(tree, written[-1], origins)
+        sensors = robot.calibrated_sensors(theta_robot)
         if sensors is not None:
             written.append(out / "calibrated_sensors.yaml")
-            sensors.write(written[-1], f"# The joint sensor model of {problem.robot.sensors.source.name}, calibrated by robocal (problem {problem.path.name}).\n")
+            source = sensors.source.name if sensors.source is not None else "the robot"
+            sensors.write(written[-1], f"# The joint sensor model of {source}, calibrated by robocal (problem {problem.path.name}).\n")
     figures = measurement_figures(cal)
     write_html_report(cal, written[2], figures)
     for name, png in figures.items():

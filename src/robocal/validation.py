@@ -8,6 +8,7 @@ from typing import Annotated, TypeVar
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from robocal.errors import InputError
 
@@ -54,12 +55,12 @@ def field_path(loc: tuple, raw=None, missing: bool = False) -> str:
     return out
 
 
-def _first_error(errors: list[dict]) -> dict:
+def _first_error(errors: list[ErrorDetails]) -> ErrorDetails:
     """The error to report: an unknown key first (a typo also makes the intended field 'missing')."""
     return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
 
 
-def _message(error: dict, errors: list[dict]) -> str:
+def _message(error: ErrorDetails, errors: list[ErrorDetails]) -> str:
     """pydantic's message, with what the file has where that helps (not for a missing key)."""
     if error["type"] != "extra_forbidden":
         message = error["msg"].removeprefix("Value error, ")

@@ -43,7 +43,10 @@ def test_markers_beat_contacts_at_the_smallest_size(study):
 
 def test_d_optimal_designs_are_no_worse_than_random_on_contacts(study):
     _, summary = study
-    mean = lambda s: np.array(summary["curves"]["contact"][s]["mean"]["mean"])
+
+    def mean(s):
+        return np.array(summary["curves"]["contact"][s]["mean"]["mean"])
+
     for s in ("greedy", "detmax"):
         assert mean(s)[-1] <= mean("random")[-1]
 

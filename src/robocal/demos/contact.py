@@ -30,7 +30,14 @@ from robocal.problem import Problem, load_problem
 from robocal.report.console import step
 from robocal.report.html import figure_html, table_html, write_page
 from robocal.results import write_results
-from robocal.simulation.contact.dlr_hand import DLR_GEOMETRY, DLR_PARAMETERS, DLR_ROBOT, SIGMA, dlr_hand_pairs, perturbed_dlr_hand
+from robocal.simulation.contact.dlr_hand import (
+    DLR_GEOMETRY,
+    DLR_PARAMETERS,
+    DLR_ROBOT,
+    SIGMA,
+    dlr_hand_pairs,
+    perturbed_dlr_hand,
+)
 from robocal.simulation.contact.search import simulate_contacts
 from robocal.simulation.contact.writer import write_contact_csv
 from robocal.simulation.testset import uniform_cartesian_test_set

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robocal.calibration import calibrate
+from robocal.errors import RobocalError
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.problem import load_problem
@@ -59,7 +60,7 @@ def run_demo(out_dir: Path, console: Console) -> None:
     robot_file = out_dir / "dlr_hand_ii.yaml"
     robot_file.write_text(resources.files("robocal").joinpath("models/dlr_hand_ii.yaml").read_text())
     tree = load_dh(robot_file)
-    truth = RobotModel(tree, joint_modes(tree, ParametersConfig(**PARAMETERS), robot_file))
+    truth = RobotModel(tree, joint_modes(tree, ParametersConfig.model_validate(PARAMETERS), robot_file))
     theta_true = perturb_parameters(truth, seed=SEED)
     bodies = [MarkerBody(tip, tip, np.zeros((1, 3))) for tip in tree.end_effectors]
     q_train = sample_configurations(tree, N_TRAIN, seed=SEED + 1)
@@ -78,6 +79,8 @@ def run_demo(out_dir: Path, console: Console) -> None:
         files = write_results(cal, out_dir / "result")
     with step(console, "evaluating against the true hand"):
         robot, estimate, tips = problem.robot, cal.estimate[problem.layout.blocks["robot"]], tree.end_effectors
+        if robot is None:
+            raise RobocalError("the demo problem has no robot")
         errors = {
             name: tuple(position_errors(robot, theta, truth, theta_true, q, tips) for theta in (robot.nominal, estimate))
             for name, q in (("training", q_train), ("held-out", q_heldout))

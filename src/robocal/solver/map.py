@@ -10,14 +10,14 @@ rows that were kept (not rejected), without robust down-weighting.
 from __future__ import annotations
 
 import time
-from functools import partial
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import lineax as lx
+import numpy as np
 
 from robocal.solver.robust import huber_row_scale
 
@@ -82,8 +82,12 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     cost any more.
     """
     problem = MapProblem(problem_rows, data, mean, sqrt_prec)
-    full = lambda phi: theta0.at[free].set(phi)
-    residual = lambda phi: _flat(problem, full(phi), masks, huber)
+
+    def full(phi):
+        return theta0.at[free].set(phi)
+
+    def residual(phi):
+        return _flat(problem, full(phi), masks, huber)
 
     def linearize(phi):
         r = residual(phi)

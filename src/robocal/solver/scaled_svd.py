@@ -19,7 +19,7 @@ rad/count). The iteration stops when no parameter moves by more than `tolerance`
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -56,7 +56,8 @@ def solve_scaled_svd(
     kept_points = [kept_index[p] for p in points if keep[p].all()]
     prior = np.asarray(problem.prior_sqrt_precision)
     converged, iteration = False, 0
-    for iteration in range(1, max_iterations + 1):
+    while iteration < max_iterations:
+        iteration += 1
         blocks, jac = rows_and_jacobian(problem, theta)
         r = np.concatenate([b.ravel() for b in blocks])[keep]
         jac = jac[keep]

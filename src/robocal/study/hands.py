@@ -27,21 +27,23 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib import resources
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import numpy as np
 import yaml
 
+from robocal.analysis.doptimal import TaskDOptimal
 from robocal.analysis.task_error import task_errors
 from robocal.analysis.task_uncertainty import Task
 from robocal.design import candidates, prior_precision, sample_index
-from robocal.analysis.doptimal import TaskDOptimal
+from robocal.errors import RobocalError
 from robocal.geometry.links import GeometryConfig, load_geometry
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
@@ -154,7 +156,12 @@ class HandStudy:
         self._measure(seed, theta_true)
         if not self.problems:
             self._setup()
-        score = lambda problem, theta: task_errors(problem.robot, theta[problem.layout.blocks["robot"]], self.sim_robot, theta_true, self.q_test, TIPS[0], TIPS[1:])
+
+        def score(problem: Problem, theta: np.ndarray) -> np.ndarray:
+            if problem.robot is None:
+                raise RobocalError("the study's problems have a robot")
+            return task_errors(problem.robot, theta[problem.layout.blocks["robot"]], self.sim_robot, theta_true, self.q_test, TIPS[0], TIPS[1:])
+
         first = next(iter(self.problems.values()))
         row: dict[str, Any] = {"hand": h, "seed": seed, "nominal": float(score(first, first.theta0).mean())}
         for name, problem in self.problems.items():

@@ -19,7 +19,10 @@ def plot_study(summary: dict, path: Path) -> Path:
         for ax, stat in zip(row, ("mean", "max")):
             for strategy, curve in strategies.items():
                 band = curve[stat]
-                mm = lambda key: [v * 1e3 for v in band[key]]
+
+                def mm(key: str, band: dict = band) -> list[float]:
+                    return [v * 1e3 for v in band[key]]
+
                 ax.plot(sizes, mm("mean"), "o-", color=COLORS[strategy], label=strategy)
                 ax.fill_between(sizes, mm("p10"), mm("p90"), color=COLORS[strategy], alpha=0.15, linewidth=0)
             ax.set_yscale("log")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 
@@ -24,15 +25,19 @@ def summarize(config: StudyConfig, rows: list[dict], seconds: float) -> dict:
     """JSON-ready study result: per measurement and strategy, bands over hands of each hand's mean
     and maximal task error (m) per set size, the checks, and every hand's numbers."""
     sizes = sorted(config.sizes)
-    curves = {
+    curves: dict[str, dict[str, dict[str, Any]]] = {
         m: {
             s: {stat: _band(np.array([row[m][s][stat] for row in rows])) for stat in ("mean", "max")} | {"not_converged": int(sum(not c for row in rows for c in row[m][s]["converged"]))}
             for s in config.strategies
         }
         for m in config.measurements
     }
-    mean = lambda m, s: np.array(curves[m][s]["mean"]["mean"])
-    checks = {}
+
+    def mean(m: str, s: str) -> np.ndarray:
+        """Per set size, the mean over hands of each hand's mean task error."""
+        return np.array(curves[m][s]["mean"]["mean"])
+
+    checks: dict[str, dict] = {}
     optimal = [s for s in ("greedy", "detmax") if s in config.strategies]
     if "random" in config.strategies and optimal:
         checks["d_optimal_beats_random"] = {m: {s: bool((mean(m, s) < mean(m, "random")).all()) for s in optimal} for m in config.measurements}
