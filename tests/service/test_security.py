@@ -102,6 +102,8 @@ def test_oversized_and_malformed_uploads(service):
     before = counts(service)
     with service.client("station-a") as a:
         assert upload(a, parts=files(b"0" * 2**20)).status_code == 413  # the service's limit: 1 MiB
+        assert a.post("/login", data={"token": "x" * 9 * 2**20}).status_code == 413  # 8 MiB for any other body
+        assert a.post("/login", content=iter([b"token=x"]), headers={"Content-Type": "application/x-www-form-urlencoded"}).status_code == 411
         garbage = a.post("/api/sessions", content=b"--x\r\nnot a part", headers={"Content-Type": "multipart/form-data; boundary=x"})
         assert garbage.status_code in (400, 422), garbage.text
         chunked = a.post("/api/sessions", content=iter([b"--x\r\n"]), headers={"Content-Type": "multipart/form-data; boundary=x"})

@@ -17,6 +17,7 @@ from robocal.service import dashboard
 from robocal.service.routes import admin, results, sessions, units
 
 UPLOAD_PATH = "/api/sessions"
+OTHER_LIMIT = 8 * 2**20  # bytes of any other request body (a model's URDF is at most 4 MiB)
 
 
 @dataclass
@@ -28,21 +29,25 @@ class Settings:
 
 
 class UploadLimit:
-    """ASGI middleware: a session upload must declare its Content-Length (411), at most max_upload (413)."""
+    """ASGI middleware: a request body (POST, PUT, PATCH) must declare its Content-Length (411, not chunked),
+    at most max_upload bytes for a session upload and OTHER_LIMIT for anything else (413), so that no
+    body, the unauthenticated login form's included, is read past its limit."""
 
     def __init__(self, app, max_upload: int):
         self.app, self.max_upload = app, max_upload
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == UPLOAD_PATH:
-            length = dict(scope["headers"]).get(b"content-length")
+        if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
+            limit = self.max_upload if scope["path"] == UPLOAD_PATH else OTHER_LIMIT
+            headers = dict(scope["headers"])
+            length = headers.get(b"content-length")
             problem = None
-            if length is None:
-                problem = 411, "an upload must declare its Content-Length"
-            elif not length.isdigit():
+            if length is None and b"transfer-encoding" in headers:  # chunked (with neither header there is no body)
+                problem = 411, "a request body must declare its Content-Length"
+            elif length is not None and not length.isdigit():
                 problem = 400, "malformed Content-Length"
-            elif int(length) > self.max_upload:
-                problem = 413, f"upload of {int(length)} bytes exceeds the limit of {self.max_upload} bytes"
+            elif length is not None and int(length) > limit:
+                problem = 413, f"a body of {int(length)} bytes exceeds the limit of {limit} bytes"
             if problem is not None:
                 await JSONResponse({"detail": problem[1]}, status_code=problem[0], headers={"Connection": "close"})(scope, receive, send)
                 return
