@@ -112,7 +112,7 @@ def test_held_at_nominal(tmp_path):
     assert set(found) == {"held_at_nominal"} and found["held_at_nominal"].level == "info" and cal.verdict.level == "ok"
     assert found["held_at_nominal"].evidence["n_parameters"] == PARAMETERS
     assert len(found["held_at_nominal"].evidence["parameters"]) == PARAMETERS - IDENTIFIABLE
-    assert f"{PARAMETERS - IDENTIFIABLE} of {PARAMETERS} parameters held at nominal" in found["held_at_nominal"].sentence
+    assert f"{PARAMETERS - IDENTIFIABLE} of the robot's {PARAMETERS} parameters held at nominal" in found["held_at_nominal"].sentence
     console = Console(record=True, width=400)
     print_summary(cal, console)
     text = console.export_text()

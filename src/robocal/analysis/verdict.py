@@ -149,8 +149,8 @@ def identifiability_findings(cal: Calibration) -> list[Finding]:
                            {"rank": ident.rank, "n_parameters": ident.n_parameters, "unheld": unheld, "directions": ident.kernel, "parameters": involved}))
     held = list(cal.problem.unidentifiable)
     if held:
-        total = len(held) + ident.n_parameters
-        out.append(Finding("held_at_nominal", "info", f"{len(held)} of {total} parameters held at nominal as not identifiable from these data "
+        total = len(held) + int(cal.problem.model_parameters().sum())  # the robot's parameters, held ones included
+        out.append(Finding("held_at_nominal", "info", f"{len(held)} of the robot's {total} parameters held at nominal as not identifiable from these data "
                            f"(parameters.select: identifiable): {_names(held)}; their errors stay in the robot", {"parameters": held, "n_parameters": total}))
     return out
 
