@@ -127,6 +127,8 @@ def grasp_train(
     steps: Annotated[int, typer.Option("--steps", min=1, help="optimizer steps per network")] = 20000,
     batch: Annotated[int, typer.Option("--batch", min=1, help="samples per step")] = 64,
     learning_rate: Annotated[float, typer.Option("--learning-rate", min=0.0, help="Adam's step size")] = 3e-4,
+    width: Annotated[int, typer.Option("--width", min=4, help="width of the four dense layers")] = 256,
+    channels: Annotated[str, typer.Option("--channels", help="output channels of the four 3D convolutions, comma-separated")] = "8,16,32,32",
     seed: Annotated[int, typer.Option("--seed", help="seeds the weights and the minibatches")] = 0,
     weights: Annotated[Optional[Path], typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")] = None,
 ) -> None:
@@ -140,9 +142,12 @@ def grasp_train(
     unknown = [n for n in chosen if n not in ("estimator", "predictor")]
     if unknown:
         raise RobocalError(f"--networks: unknown {', '.join(unknown)} (estimator, predictor)")
+    conv = csv_list(channels, "--channels", int, positive=True)
+    if len(conv) != 4:
+        raise RobocalError(f"--channels: four numbers, one per convolution (got {len(conv)})")
     preflight(out_dir, [data / "manifest.json"])
     for name in chosen:
-        config = TrainConfig(network=name, loss=loss, steps=steps, batch=batch, learning_rate=learning_rate, seed=seed)
+        config = TrainConfig(network=name, loss=loss, steps=steps, batch=batch, learning_rate=learning_rate, width=width, channels=conv, seed=seed)
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)
             state = train(config, data, out_dir / name, lambda done, total: bar.update(task, completed=done))

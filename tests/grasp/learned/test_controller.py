@@ -1,0 +1,61 @@
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+
+from robocal.errors import InputError
+from robocal.grasp.constants import KP
+from robocal.grasp.learned import controller, networks, training
+
+jax.config.update("jax_enable_x64", True)
+
+SMALL = dict(batch=16, learning_rate=1e-3, width=32, channels=(4, 8, 8, 8), eval_every=5, checkpoint_every=5, steps=5)
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_dataset, tmp_path_factory):
+    """Both networks after 5 steps on the tiny dataset, as a `grasp train` output folder."""
+    out = tmp_path_factory.mktemp("train")
+    for name in controller.NETWORKS:
+        training.train(training.TrainConfig(network=name, **SMALL), tiny_dataset, out / name)
+    return out
+
+
+def _situation(rng, L=12):
+    return SimpleNamespace(grasp=SimpleNamespace(q_grasp=rng.uniform(0, 1, L), q_init=rng.uniform(0, 1, L)), hand=SimpleNamespace(effort=2.0))
+
+
+def test_weights_round_trip_and_the_interfaces_follow_the_networks(trained, tmp_path):
+    models = controller.load(trained)
+    assert models.observation.grid == 16 and models.meta["dataset"]["grid"] == 16
+    controller.save(models, tmp_path / "w")
+    again = controller.load(tmp_path / "w")
+    rng = np.random.default_rng(0)
+    voxels = (rng.uniform(size=(16, 16, 16)) > 0.8).astype(np.uint8)
+    situation = _situation(rng)
+    for m in (models, again):
+        est, pred = controller.LearnedEstimator(m.estimator, voxels), controller.LearnedPredictor(m.predictor, voxels)
+        est.start(situation)
+        pred.start(situation)
+        q_d, tau = rng.uniform(0, 1, 12), rng.normal(scale=0.3, size=12)
+        wrench = est.estimate(q_d, q_d, tau)
+        # the estimate is the network's wrench, its force capped at the predicted scale
+        raw, scale = networks.split_estimate(m.estimator(voxels.astype(float), np.r_[situation.grasp.q_grasp, situation.grasp.q_init, q_d, tau]))
+        force = float(np.linalg.norm(raw[:3]))
+        np.testing.assert_allclose(wrench, np.asarray(raw) * min(1.0, float(scale) / force), rtol=1e-12)
+        # the offsets are the predicted torques within the effort limit over kp
+        w = rng.normal(size=6)
+        tau_pred = np.asarray(m.predictor(voxels.astype(float), np.r_[situation.grasp.q_grasp, situation.grasp.q_init, w]))
+        np.testing.assert_allclose(pred.offsets(w), np.clip(tau_pred, -2.0, 2.0) / KP, rtol=1e-12)
+    # the shipped format reads back the same numbers
+    est_a = controller.LearnedEstimator(models.estimator, voxels)
+    est_b = controller.LearnedEstimator(again.estimator, voxels)
+    est_a.start(situation)
+    est_b.start(situation)
+    np.testing.assert_array_equal(est_a.estimate(q_d, q_d, tau), est_b.estimate(q_d, q_d, tau))
+
+
+def test_a_folder_without_weights_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="no learned weights"):
+        controller.load(tmp_path)
