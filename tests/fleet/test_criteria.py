@@ -16,8 +16,7 @@ from robocal.fleet.store.sessions import ingest
 from tests.fleet.test_store import make_fleet
 
 REPORT = {
-    "solver": {"converged": True},
-    "identifiability": {"rank": 2, "n_parameters": 2},
+    "verdict": {"level": "ok", "findings": [{"code": "held_at_nominal", "level": "info", "sentence": "2 parameters held at nominal", "evidence": {}}]},
     "measurements": [{"name": "tool", "n": 120, "rejected": 0, "after": {"rms": 1.7e-4}}],
     "parameters": [
         {"name": "elbow.offset", "unit": "rad", "nominal": 0.0, "estimate": 0.0008, "std": 1e-4},
@@ -38,7 +37,7 @@ def changed(path, value):
     return report
 
 
-def test_within_tolerance_passes():
+def test_within_tolerance_and_a_trusted_calibration_passes():
     assert judge(REPORT, KINDS, CRITERIA).status == "pass"
     # 1.2 mrad is beyond 1 mrad, but by less than 3 std (0.3 mrad): not a defect
     assert judge(changed(("parameters", 0, "estimate"), 0.0012), KINDS, CRITERIA).status == "pass"
@@ -50,8 +49,8 @@ def test_within_tolerance_passes():
         (("parameters", 0, "estimate"), -0.02, "rework", "elbow.offset: -0.02 rad from nominal"),
         (("measurements", 0, "rejected"), 10, "rework", "tool: 8% of rows rejected"),
         (("measurements", 0, "after"), {"rms": 1e-3}, "fail", "tool: rms error 1.000 mm > 0.870 mm"),
-        (("identifiability", "rank"), 1, "fail", "identifies 1 of 2 parameters"),
-        (("solver", "converged"), False, "fail", "did not converge"),
+        (("verdict", "findings", 0, "level"), "fail", "fail", "held_at_nominal: 2 parameters held at nominal"),
+        (("verdict", "findings", 0, "level"), "warning", "rework", "held_at_nominal: 2 parameters held at nominal"),
     ],
 )
 def test_each_criterion(path, value, status, reason):

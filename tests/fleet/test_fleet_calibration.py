@@ -43,8 +43,10 @@ def test_simulated_batch_through_the_fleet(tmp_path):
         assert np.all(np.abs(estimate - true) < 5 * std), (serial, estimate - true, std)
     [unit] = truth["units"].values()
     assert unit["defective"]  # one offset slipped by 20 mrad: rework, naming that joint alone
-    verdict = stored[serial].verdict
-    assert verdict["status"] == "rework" and len(verdict["reasons"]) == 1 and verdict["reasons"][0].startswith(unit["slipped_joint"] + ".offset"), verdict
+    verdict = stored[serial].verdict  # the tolerance criterion and the calibration's own verdict (far beyond the prior) say so
+    assert verdict["status"] == "rework" and any(r.startswith(unit["slipped_joint"] + ".offset") for r in verdict["reasons"]), verdict
+    others = [joint for joint in unit["offsets"] if joint != unit["slipped_joint"]]
+    assert all(unit["slipped_joint"] in r and not any(f"{o}.offset" in r for o in others) for r in verdict["reasons"]), verdict
     written = export_urdfs(engine, tmp_path / "urdfs")
     assert [p.name for p in written] == [f"{s}.urdf" for s in sorted(truth["units"])]
     assert written[0].read_text() == stored[written[0].stem].urdf

@@ -1,11 +1,16 @@
-"""Performance criteria of a robot model and the verdict on one calibration: pass / rework / fail,
-with every reason. Judged from the core's report (`Calibration.report()`), in one function, `judge`.
+"""Performance criteria of a robot model and the verdict on one unit: pass / rework / fail, with
+every reason. Judged from the core's report (`Calibration.report()`), in one function, `judge`,
+on top of the calibration's own verdict (robocal.analysis.verdict), which says whether the result
+can be trusted at all:
 
-- fail: the solver did not converge; the recorded set does not identify every parameter (rank);
-  a measurement's calibrated rms error exceeds `max_rms` (the unit cannot reach its accuracy).
-- rework: a robot parameter deviates from nominal beyond the manufacturing `tolerance` by more than
-  `sigmas` posterior standard deviations (an offset slipped, a link bent: fix the unit, recalibrate);
-  more than `max_rejected_share` of the rows rejected as outliers (measuring system to check).
+- fail: the calibration's verdict is `fail` (its fail findings are the reasons: not converged, a
+  model that does not explain the data, ...); a measurement's calibrated rms error exceeds
+  `max_rms` (the unit cannot reach its accuracy).
+- rework: the calibration's verdict is `warning` (a result no one should ship unseen: its warnings
+  are the reasons); a robot parameter deviates from nominal beyond the manufacturing `tolerance` by
+  more than `sigmas` posterior standard deviations (an offset slipped, a link bent: fix the unit,
+  recalibrate); more than `max_rejected_share` of the rows rejected as outliers (measuring system
+  to check).
 """
 
 from __future__ import annotations
@@ -48,11 +53,8 @@ class Verdict:
 def judge(report: dict, kinds: dict[str, str], criteria: Criteria) -> Verdict:
     """The verdict on one calibration report; `kinds`: parameter name -> kind (of the problem's layout)."""
     fail, rework = [], []
-    if not report["solver"]["converged"]:
-        fail.append("solver did not converge")
-    ident = report["identifiability"]
-    if ident["rank"] < ident["n_parameters"]:
-        fail.append(f"the recorded set identifies {ident['rank']} of {ident['n_parameters']} parameters")
+    for finding in report["verdict"]["findings"]:
+        {"fail": fail, "warning": rework}.get(finding["level"], []).append(f"{finding['code']}: {finding['sentence']}")
     for m in report["measurements"]:
         rms = m["after"]["rms"]
         if criteria.max_rms is not None and rms > criteria.max_rms:
