@@ -11,6 +11,7 @@ from scipy.stats import spearmanr
 
 from robocal.analysis.task_error import task_errors
 from robocal.analysis.task_uncertainty import Task
+from robocal.analysis.verdict import held_out_verdict
 from robocal.calibration import MISFIT, measurement_metrics
 from robocal.errors import RobocalError
 from robocal.kinematics.load import load_robot
@@ -35,8 +36,8 @@ def load_stored(problem_path: Path, result: Path, force: bool = False, warn=None
 
 def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measurement: str | None = None, force: bool = False, warn=None) -> dict:
     """Before/after figures of a stored calibration on other data files (or placement folders)
-    of one of its measurements, beside the training data's, with generalization warnings.
-    `force`, `warn`: as `load_stored`."""
+    of one of its measurements, beside the training data's, with generalization warnings and the
+    verdict on them (robocal.analysis.verdict.held_out_verdict). `force`, `warn`: as `load_stored`."""
     problem, before, after = load_stored(problem_path, result, force, warn)
     names = [m.name for m in problem.measurements]
     if measurement is None:
@@ -55,7 +56,9 @@ def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measu
 
     training = entry(m.ctx.resolve(m.config.data), m.data)
     held_out = [entry(path, m.load(path)[0]) for path in data]
-    return {"result": str(result), "training": training, "evaluations": held_out, "warnings": generalization_warnings(m, training, held_out)}
+    warnings = generalization_warnings(m, training, held_out)
+    verdict = held_out_verdict(m.headline, held_out, warnings)
+    return {"result": str(result), "training": training, "evaluations": held_out, "warnings": warnings, "verdict": verdict.to_dict()}
 
 
 def location(measurement: Measurement, data, theta) -> np.ndarray:

@@ -65,6 +65,23 @@ def test_clean_calibration_is_ok(tmp_path, monkeypatch):
     assert cli_calibrate(monkeypatch, problem, "--fail-on", "never")[0] == 2
 
 
+
+def test_held_out_worse_than_nominal(tmp_path, monkeypatch, capsys):
+    """Calibrated on an arm whose joint offsets are 0.5 mrad, evaluated on the same arm after its
+    zeros were reset (the nominal robot): the calibration now adds its 0.5 mrad corrections (about
+    0.3 mm at the tool) to 0.1 mm noise, so it is worse than nominal on these held-out data."""
+    problem = write_problem(tmp_path, true_offsets=np.full(6, 5e-4))
+    assert cli_calibrate(monkeypatch, problem)[0] == 0
+    (tmp_path / "reset").mkdir()
+    write_problem(tmp_path / "reset", seed=7)
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "argv", ["robocal", "evaluate", str(problem), "--result", str(tmp_path / "out"), "--data", str(tmp_path / "reset" / "tool.csv")])
+    cli.main()
+    report = json.loads(capsys.readouterr().out)
+    (finding,) = [f for f in report["verdict"]["findings"] if f["code"] == "held_out_worse_than_nominal"]
+    assert report["verdict"]["level"] == "fail" and finding["evidence"]["after"] > 1.5 * finding["evidence"]["before"]
+
+
 def test_sizes_and_residuals(tmp_path):
     """shoulder_pan's true offset is 0.3 rad (17 deg, 30 prior sigmas of 0.01 rad); the marker
     noise of `loud` is ten times its declared sigma, that of `quiet` a hundredth."""

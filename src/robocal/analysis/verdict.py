@@ -27,6 +27,8 @@ Findings and their levels (thresholds: `VerdictConfig`, the problem file's `verd
 - cross-validation (`crossval_findings`): fail `crossval_worse_than_nominal` (held-out errors of
   the calibrated model above those of the nominal one), warning `crossval_overfit` (held-out rms
   above `crossval_ratio` times the training rms).
+- `robocal evaluate --data` (`held_out_verdict`): fail `held_out_worse_than_nominal` per data
+  file, and its generalization warnings (`joint_uncertainty`, `extrapolation`) as warnings.
 
 Default thresholds and their reasoning are the field descriptions of `VerdictConfig`.
 """
@@ -226,6 +228,19 @@ def crossval_findings(cal: Calibration, crossval: dict, cfg: VerdictConfig) -> l
             out.append(Finding("crossval_overfit", "warning", f"{m['name']}: {figures}, more than {cfg.crossval_ratio:g} times the training error: the fit "
                                f"follows the noise of its rows; the parameters that change most between folds (std): {named}", evidence))
     return out
+
+
+def held_out_verdict(headline: str, held_out: list[dict], warnings: list[dict]) -> Verdict:
+    """The verdict of `robocal evaluate --data` (robocal.evaluation): fail `held_out_worse_than_nominal`
+    for each data file the calibrated model predicts worse than the nominal one; each generalization
+    warning (`joint_uncertainty`, `extrapolation`) as a warning finding of its kind."""
+    findings = [
+        Finding("held_out_worse_than_nominal", "fail", f"{e['data']}: the calibrated model is worse than the nominal one on these held-out data "
+                f"({headline} {m['before'][headline] * 1e3:.3f} -> {m['after'][headline] * 1e3:.3f} mm)",
+                {"data": e["data"], "before": m["before"][headline], "after": m["after"][headline]})
+        for e in held_out for m in e["measurements"] if m["after"][headline] > m["before"][headline]
+    ]
+    return Verdict(tuple(findings + [Finding(w["kind"], "warning", w["message"], {"evidence": w["evidence"]}) for w in warnings]))
 
 
 def judge(cal: Calibration, cfg: VerdictConfig | None = None) -> Verdict:
