@@ -41,7 +41,7 @@ def test_level_is_the_worst_finding():
     warning, fail = Finding("a", "warning", "w"), Finding("b", "fail", "f")
     assert Verdict((warning,)).level == "warning" and Verdict((warning, fail)).level == "fail"
     assert Verdict((warning,)).at_least("warning") and not Verdict((warning,)).at_least("fail") and Verdict().at_least("ok")
-    assert Verdict((warning,)).with_findings([fail]).codes() == ["a", "b"]
+    assert Verdict((warning, fail)).codes() == ["a", "b"]
     assert Verdict((Finding("c", "info", "i"),)).level == "ok"
 
 

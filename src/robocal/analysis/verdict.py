@@ -89,9 +89,6 @@ class Verdict:
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
 
-    def with_findings(self, findings: list[Finding]) -> Verdict:
-        return Verdict(self.findings + tuple(findings))
-
     def to_dict(self) -> dict:
         """report.json `verdict`: level and findings (code, level, sentence, evidence)."""
         return {"level": self.level, "findings": [asdict(f) for f in self.findings]}
