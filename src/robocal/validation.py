@@ -101,6 +101,11 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}", line=mark.line + 1 if mark else None) from None
+    return validate_mapping(path, raw, model)
+
+
+def validate_mapping(path: Path, raw: object, model: type[M]) -> M:
+    """`raw` (read from `path`) validated as `model`; the first problem as one located error."""
     if not isinstance(raw, dict):
         raise InputError(path, "expected a mapping at the top level")
     try:

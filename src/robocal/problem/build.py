@@ -22,8 +22,9 @@ from robocal.mobile.drive import NAMES as DRIVE_NAMES
 from robocal.parameters import Parameter, ParameterLayout
 from robocal.frames import Frame, placement_matrix
 from robocal.problem.schema import ProblemConfig
+from robocal.problem.description import extract, is_description
 from robocal.solver import MapProblem
-from robocal.validation import load_yaml_model
+from robocal.validation import load_yaml_model, validate_mapping
 
 
 def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:
@@ -174,13 +175,19 @@ def unidentifiable_robot_parameters(problem: Problem) -> tuple[str, ...]:
 
 
 def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None = None, unidentifiable: tuple[str, ...] | None = None) -> Problem:
-    """Load and assemble a problem file. `frame_initials` and `unidentifiable` restore a stored
+    """Load and assemble a problem file (YAML, or a URDF carrying a calibration description). `frame_initials` and `unidentifiable` restore a stored
     result's frames and parameter selection (evaluation must use the model that was fitted)."""
     path = Path(path)
-    config = load_yaml_model(path, ProblemConfig)
+    if is_description(path):
+        config = validate_mapping(path, extract(path)[0], ProblemConfig)
+    else:
+        config = load_yaml_model(path, ProblemConfig)
     if unidentifiable is not None:
         return Problem(config, path, frame_initials, unidentifiable)
     problem = Problem(config, path, frame_initials)
     if config.parameters.select == "identifiable":
-        problem = Problem(config, path, frame_initials, unidentifiable_robot_parameters(problem))
+        # Dropping parameters leaves the nominal robot as it is, and so the frames guessed at it:
+        # they are handed over instead of being guessed (and their FK compiled) a second time.
+        guessed = {name: frame.initial for name, frame in problem.frames.items()}
+        problem = Problem(config, path, guessed, unidentifiable_robot_parameters(problem))
     return problem
