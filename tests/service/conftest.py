@@ -1,5 +1,5 @@
 """Fixtures of the service tests: the service as a real uvicorn server in a subprocess on 127.0.0.1
-and a free port, over a fresh store on SQLite and on PostgreSQL (tests/fleet/conftest.py's server),
+and a free port, over SQLite and PostgreSQL (tests/fleet/conftest.py's server and its fresh `db_url` per test),
 with one token per scope (two stations) created in the store beforehand."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from robocal.fleet.store import open_store
 from robocal.service.auth import create_token
-from tests.fleet.conftest import postgresql_server  # noqa: F401  (a fixture)
+from tests.fleet.conftest import db_url, postgresql_server  # noqa: F401  (fixtures: a fresh store per test, the server)
 
 REPO = Path(__file__).resolve().parents[2]
 ARM = REPO / "examples" / "fleet" / "arm_6r.urdf"
@@ -97,9 +97,9 @@ def add_model(service: Service, name: str = "arm6", criteria: dict | None = None
         assert answer.status_code == 201, answer.text
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def store_url(request, tmp_path_factory):
-    """A fresh store per test module: a SQLite file, or a new database on the PostgreSQL server."""
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def service_store(request, tmp_path_factory):
+    """The shared service's store: a SQLite file, or a new database on the PostgreSQL server."""
     if request.param == "sqlite":
         return str(tmp_path_factory.mktemp("service") / "robocal.db")
     base, _ = request.getfixturevalue("postgresql_server")
@@ -114,10 +114,11 @@ def store_url(request, tmp_path_factory):
     return base + name
 
 
-@pytest.fixture(scope="module")
-def service(store_url):
-    """A running service without workers (the queue only fills), the arm model added; one per test module."""
-    svc = make_service(store_url, workers=0, max_upload=2**20)
+@pytest.fixture(scope="session")
+def service(service_store):
+    """A running service without workers (the queue only fills), the arm model added; one per backend for
+    every test that only counts what its own requests add (a start costs seconds of imports)."""
+    svc = make_service(service_store, workers=0, max_upload=2**20)
     svc.start()
     add_model(svc)
     try:

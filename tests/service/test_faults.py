@@ -1,4 +1,4 @@
-"""The server killed with SIGKILL during uploads and during jobs, then restarted, three times: the
+"""The server killed with SIGKILL during uploads and during jobs, then restarted, twice: the
 station agent resumes (same Idempotency-Keys), every acknowledged upload is stored exactly once and
 every job finishes exactly once (one result, one 'done' in the audit), on SQLite and PostgreSQL
 (where two workers take jobs side by side)."""
@@ -18,12 +18,12 @@ from robocal.service.agent import Agent, spool_session
 from robocal.service.loadgen import synthetic_files
 from tests.service.conftest import add_model, make_service
 
-SESSIONS, KILLS = 30, 3
+SESSIONS, KILLS = 30, 2
 
 
-def test_sigkill_during_uploads_and_jobs(tmp_path, store_url):
+def test_sigkill_during_uploads_and_jobs(tmp_path, db_url):
     # two workers: on PostgreSQL they claim jobs concurrently (FOR UPDATE SKIP LOCKED); SQLite runs one
-    service = make_service(store_url, workers=2, work="tests.service.stubs:slow_result")
+    service = make_service(db_url, workers=2, work="tests.service.stubs:slow_result")
     service.start()
     add_model(service)
     agent = Agent(service.url, service.tokens["station-a"], "arm6", tmp_path / "spool", retries=20)

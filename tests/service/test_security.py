@@ -35,6 +35,7 @@ def counts(service) -> dict[str, int]:
 
 
 def test_tokens_and_scopes(service):
+    before = counts(service)
     bad = ["rc1_" + "A" * 43, "garbage", service.tokens["admin"][:-1] + ("B" if service.tokens["admin"][-1] != "B" else "C")]
     with service.client(None) as anonymous:
         assert anonymous.get("/api/units").status_code == 401
@@ -51,7 +52,7 @@ def test_tokens_and_scopes(service):
         assert engineer.post("/api/tokens", json={"scope": "admin"}).status_code == 403
         assert engineer.post("/api/models", json={"name": "m", "urdf": "<robot/>"}).status_code == 403
         assert upload(engineer).status_code == 403  # only stations record sessions
-    assert counts(service)["sessions"] == 0
+    assert counts(service) == before
 
 
 def test_station_reads_and_writes_only_its_own(service):
@@ -145,6 +146,11 @@ def test_sql_injection_in_every_text_field(service):
             assert admin.put("/api/models/arm6/criteria", json={"criteria": text}).status_code == 422
             assert admin.post("/api/models", json={"name": "m2", "urdf": text}).status_code == 422
             assert a.post("/login", data={"token": text}).status_code == 401
+        for path in ("/api/sessions/99999999999", "/api/results/-1", "/api/results/2147483648/urdf"):  # beyond a 32-bit id
+            assert engineer.get(path).status_code == 422, path
+        assert engineer.get("/api/units", headers={"Authorization": "Bearer rc999999999999_" + "A" * 43}).status_code == 401
+        assert upload(a, serial="U\x00-1").status_code == 422 and engineer.get("/api/units/U%00-1").status_code == 422
+        assert admin.put("/api/models/arm6/criteria", json={"criteria": "sigmas: 3\x00"}).status_code == 422
     assert counts(service) == before  # every table there, nothing added
 
 

@@ -24,7 +24,7 @@ from robocal.fleet.store.models import AuditEntry, Station, Token, now
 SCOPES = ("station", "engineer", "admin")
 COOKIE = "robocal_token"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # serials, station and model names, file names
-_TOKEN = re.compile(r"^rc([0-9]{1,12})_([A-Za-z0-9_-]{43})$")
+_TOKEN = re.compile(r"^rc([1-9][0-9]{0,8})_([A-Za-z0-9_-]{43})$")  # ids within a 32-bit integer column
 _DUMMY = hashlib.sha256(b"no such token").hexdigest()
 _bearer = HTTPBearer(auto_error=False, description="a token from `robocal serve token create`")
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Annotated
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Path, Request
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session as DbSession
 
 from robocal.fleet.store.models import Session, Unit
 from robocal.service.auth import NAME, Caller
+
+SessionId = Annotated[int, Path(ge=1, le=2**31 - 1)]  # an id the store's 32-bit integer columns can hold (else 422)
 
 
 def database(request: Request) -> Iterator[DbSession]:

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from robocal.fleet.store.models import Job, Result, Session
 from robocal.service.auth import Caller, require
-from robocal.service.routes import database, visible, visible_session
+from robocal.service.routes import SessionId, database, visible, visible_session
 from robocal.service.routes.units import history
 
 router = APIRouter(tags=["results"])
@@ -25,13 +25,13 @@ def result_of(db: DbSession, who: Caller, session_id: int) -> Result:
 
 
 @router.get("/results/{session_id}")
-def get_result(session_id: int, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> dict:
+def get_result(session_id: SessionId, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> dict:
     result = result_of(db, who, session_id)
     return {"session": session_id, "verdict": result.verdict, "parameters": result.parameters, "created": result.created.isoformat()}
 
 
 @router.get("/results/{session_id}/urdf")
-def download_urdf(session_id: int, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> Response:
+def download_urdf(session_id: SessionId, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> Response:
     result = result_of(db, who, session_id)
     if result.urdf is None:
         raise HTTPException(404, f"session {session_id}: the calibration wrote no URDF")
@@ -40,7 +40,7 @@ def download_urdf(session_id: int, db: DbSession = Depends(database), who: Calle
 
 
 @router.get("/results/{session_id}/report")
-def download_report(session_id: int, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> Response:
+def download_report(session_id: SessionId, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> Response:
     result = result_of(db, who, session_id)
     return Response(result.report, media_type="application/json", headers={"Content-Disposition": f'attachment; filename="report-session{session_id}.json"'})
 

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from robocal.fleet.store.models import AuditEntry, FleetModel, Job, Result, Session, SessionFile, Station
 from robocal.service.auth import Caller, require
-from robocal.service.routes import checked_name, database, visible, visible_session
+from robocal.service.routes import SessionId, checked_name, database, visible, visible_session
 from robocal.service.uploads import checked_files, checked_key, checked_offset, describe, store_upload
 
 router = APIRouter(tags=["sessions and jobs"])
@@ -67,7 +67,7 @@ def list_sessions(db: DbSession = Depends(database), who: Caller = Depends(requi
 
 
 @router.get("/sessions/{session_id}")
-def get_session(session_id: int, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> dict:
+def get_session(session_id: SessionId, db: DbSession = Depends(database), who: Caller = Depends(require("station"))) -> dict:
     session = visible_session(db, who, session_id)
     files = {f.path: f.sha256 for f in db.scalars(select(SessionFile).where(SessionFile.session_id == session.id))}
     result = db.scalar(select(Result).where(Result.session_id == session.id))
@@ -93,7 +93,7 @@ def list_jobs(status: str | None = None, db: DbSession = Depends(database), who:
 
 
 @router.post("/sessions/{session_id}/rerun")
-def rerun(session_id: int, request: Request, db: DbSession = Depends(database), who: Caller = Depends(require("engineer"))) -> dict:
+def rerun(session_id: SessionId, request: Request, db: DbSession = Depends(database), who: Caller = Depends(require("engineer"))) -> dict:
     """Queue a finished session again: its result is removed now and written anew by the job (the audit keeps the old verdict)."""
     visible_session(db, who, session_id)
     db.rollback()
