@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,10 +38,13 @@ def prior_sweep(problem: Problem, scales: Sequence[float] = SCALES, k: int = 5, 
                 done: Callable[[], None] | None = None) -> dict:
     """{k, seed, before, settings[{scale, label, score, converged, held_out[{name, rms}]}], recommended,
     recommendation}: the sweep's report (module docstring); `done` is called after every fold."""
+    if not scales:
+        raise RobocalError("a prior sweep needs at least one prior scale")
     if not np.isfinite(reference_sigmas(problem)).any():
         raise RobocalError(f"{problem.path}: no robot parameter has a prior or a default prior to scale (parameters: and priors: in docs/formats.md)")
     cal = cal or calibrate(problem)
-    settings, before = [], None
+    settings: list[dict[str, Any]] = []
+    before = float("nan")  # the nominal robot's held-out score: the same for every setting
     for scale in scales:
         cv = cross_validate(problem, k, seed, cal, prior_scale=float(scale), done=done)
         before, after = cv.held_out_score()
