@@ -17,7 +17,9 @@ import json
 import numpy as np
 import pytest
 
-from robocal.analysis.crossval import reference_sigmas, with_prior_scale
+from robocal.analysis.crossval import cross_validate, reference_sigmas, with_prior_scale
+from robocal.analysis.verdict import VerdictConfig, crossval_findings
+from robocal.calibration import calibrate
 from robocal.problem import load_problem
 from tests.analysis.test_verdict import NO_PRIORS, cli_calibrate
 from tests.analysis.verdict_problems import write_problem
@@ -45,11 +47,19 @@ def test_overfit_fails_with_the_crossval_evidence_and_the_default_prior_is_ok(fo
     assert report["crossval"]["held_out"][0]["after"]["rms"] == evidence["held_out_after"]
     assert "no_prior_weak" in findings and findings["rank_deficient"]["level"] == "warning"
 
-    code, report = cli_calibrate(monkeypatch, default_prior, "--crossval", "--fail-on", "warning")
-    assert code == 0 and report["verdict"]["level"] == "ok"
+    problem = load_problem(default_prior)
+    cal = calibrate(problem)
+    cal.crossval = cross_validate(problem, 5, 0, cal).report()
+    report = cal.report()
+    assert report["verdict"]["level"] == "ok"
     held_out = report["crossval"]["held_out"][0]
     assert held_out["after"]["rms"] < held_out["before"]["rms"]
     assert [f["code"] for f in report["verdict"]["findings"]] == ["rank_deficient"]  # info: the priors hold the 12 directions
+    # crossval_overfit turns on exactly where held-out rms / training rms passes the threshold
+    ratio = held_out["after"]["rms"] / cal.metrics[0]["after"]["rms"]
+    (overfit,) = crossval_findings(cal, cal.crossval, VerdictConfig(crossval_ratio=0.99 * ratio))
+    assert overfit.code == "crossval_overfit" and overfit.level == "warning"
+    assert crossval_findings(cal, cal.crossval, VerdictConfig(crossval_ratio=1.01 * ratio)) == []
 
 
 def test_prior_scale_replaces_the_robot_priors_only(folders):
