@@ -35,9 +35,10 @@ def folders(tmp_path_factory):
     return write_problem(base / "no_prior", priors=NO_PRIORS, **OVERFIT), write_problem(base / "default_prior", **OVERFIT)
 
 
-def test_overfit_fails_with_the_crossval_evidence_and_the_default_prior_is_ok(folders, monkeypatch):
+def test_overfit_fails_with_the_crossval_evidence_and_the_default_prior_is_ok(folders, monkeypatch, capsys):
     no_prior, default_prior = folders
     code, report = cli_calibrate(monkeypatch, no_prior, "--crossval", "--fail-on", "fail")
+    assert "cross-validation (5 folds), tool: held-out rms" in capsys.readouterr().out.replace("\n", " ")
     findings = {f["code"]: f for f in report["verdict"]["findings"]}
     assert code == 1 and report["verdict"]["level"] == "fail"
     worse = findings["crossval_worse_than_nominal"]

@@ -37,6 +37,11 @@ def print_summary(cal: Calibration, console: Console) -> None:
         console.print(f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm")
         if "warning" in task:
             console.print(f"[yellow]warning:[/] {escape(task['warning'])}")
+    if cal.crossval is not None:
+        training = {m["name"]: m["after"]["rms"] for m in metrics}
+        for m in cal.crossval["held_out"]:
+            console.print(f"cross-validation ({cal.crossval['k']} folds), {escape(m['name'])}: held-out rms {m['after']['rms'] * 1e3:.3f} mm "
+                          f"(nominal robot {m['before']['rms'] * 1e3:.3f} mm, training rows {training[m['name']] * 1e3:.3f} mm)")
     print_verdict(cal.verdict, console)
 
 
