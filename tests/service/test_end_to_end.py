@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from robocal.service.agent import Agent
 from robocal.service.sources import SimulatedSource
@@ -31,6 +32,7 @@ def wait_for_jobs(client, count: int, limit: float = 900) -> list[dict]:
     raise AssertionError(f"jobs not finished within {limit} s: {jobs}")
 
 
+@pytest.mark.slow  # 20 real calibrations: about 150 s on 2 busy cores, most of it the fleet engine's job code
 def test_station_to_dashboard(tmp_path, db_url, request):
     units = UNITS[request.node.callspec.params["db_url"]]
     service = make_service(db_url, workers=1)
