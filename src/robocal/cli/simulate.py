@@ -168,6 +168,41 @@ def simulate_glove(
     out.print(f"calibrate: robocal calibrate {result.problem} --out {result.folder / 'result'}", markup=False, highlight=False)
 
 
+@app.command("markers")
+def simulate_markers(
+    robot: Annotated[Path, typer.Option("--robot", help="URDF of your arm")],
+    out_dir: Annotated[Path, typer.Option("--out", help="output folder (new or empty)")],
+    link: Annotated[str | None, typer.Option("--link", help="link carrying the marker body (default: the end of the longest chain)")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="what to perturb and calibrate on every actuated joint: full, xyzrpy or joint_offsets")] = "full",
+    n_train: Annotated[int, typer.Option("--n", min=1, help="training postures")] = 60,
+    n_test: Annotated[int, typer.Option("--n-test", min=1, help="held-out postures")] = 30,
+    translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of a true origin's x, y, z (m)")] = 0.001,
+    rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of a true origin's angles (deg)")] = 0.06,
+    offset_deg: Annotated[float, typer.Option("--offset-deg", min=0.0, help="largest error of a true joint zero (deg)")] = 0.3,
+    sigma: Annotated[float, typer.Option("--sigma", min=0.0, help="marker noise, std per coordinate (m)")] = 1e-4,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the true robot, the postures and the noise")] = 0,
+) -> None:
+    """Motion capture of a perturbed copy of your arm, before you record anything: writes robot.urdf,
+    true.urdf, train.csv, test.csv, problem.yaml and truth.json (docs/your-robot.md)."""
+    import numpy as np
+
+    from robocal.simulation.marker_session import simulate_marker_session
+
+    if mode not in ("full", "xyzrpy", "joint_offsets"):
+        raise RobocalError(f"--mode {mode}: one of full, xyzrpy, joint_offsets")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise RobocalError(f"{out_dir}: exists and is not an empty folder; give a new folder")
+    with err.status("simulating the marker session"):
+        session = simulate_marker_session(
+            out_dir, robot, link=link, mode=mode, n_train=n_train, n_test=n_test, translation=translation,
+            rotation=float(np.deg2rad(rotation_deg)), joint_offset=float(np.deg2rad(offset_deg)), sigma=sigma, seed=seed,
+        )
+    truth = session.truth
+    out.print(f"true robot: {len(truth['parameters'])} parameters ({mode} on every actuated joint) perturbed (seed {seed}); markers on '{truth['link']}'", markup=False, highlight=False)
+    out.print("wrote " + ", ".join(str(f) for f in session.files), markup=False, highlight=False)
+    out.print(f"next: robocal calibrate {session.problem} --out {out_dir / 'result'}", markup=False, highlight=False)
+
+
 @app.command("fleet")
 def simulate_fleet(
     robot: Annotated[Path, typer.Option("--robot", help="URDF of the arm (it needs a link named 'tool'), e.g. examples/fleet/arm_6r.urdf")],
