@@ -150,7 +150,7 @@ def grasp_train(
         config = TrainConfig(network=name, loss=loss, steps=steps, batch=batch, learning_rate=learning_rate, width=width, channels=conv, seed=seed)
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)
-            state = train(config, data, out_dir / name, lambda done, total: bar.update(task, completed=done))
+            state = train(config, data, out_dir / name, lambda done, total, task=task: bar.update(task, completed=done))
         last = state["curves"][-1]
         out.print(f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}", markup=False, highlight=False)
     if weights is not None:

@@ -3,7 +3,8 @@ wrench estimator reports where (almost) none acts.
 
 `quiet_force(estimator, data, split)` runs the estimator on a dataset split's samples whose
 applied force is below `QUIET` and returns the mean and the largest norm of the force it
-reports (capped at its predicted scale, as `LearnedEstimator` does). An estimator trained with
+reports (capped at its predicted scale, as `LearnedEstimator` does) and the mean norm of the
+network's wrench output before that cap (the only output an L2-trained estimator has trained). An estimator trained with
 plain L2 answers an ambiguous input with the mean of the wrenches that produce it, so it reports
 a force where none acts; the minimal-wrench loss answers with the smallest.
 """
@@ -24,11 +25,14 @@ QUIET = 0.5  # N: samples with an applied force below this count as "no wrench"
 
 
 def quiet_force(estimator: Scaled, data: Path, split: str = "test") -> dict:
-    """Mean and largest reported force (N) over the split's samples with applied force < QUIET."""
+    """Mean and largest reported force (N), and the network's mean force before the cap, over
+    the split's samples with applied force < QUIET (module docstring)."""
     voxels, rows, inputs, targets = arrays(load(data, split), "estimator")
     quiet = np.linalg.norm(targets[:, :3], axis=1) < QUIET
     features = jax.vmap(estimator.encode)(jnp.asarray(voxels, dtype=float))
     out = jax.vmap(estimator.head)(features[rows[quiet]], jnp.asarray(inputs[quiet]))
     wrench, scale = (np.asarray(a) for a in networks.split_estimate(out))
-    force = np.minimum(np.linalg.norm(wrench[:, :3], axis=1), scale)
-    return {"samples": int(quiet.sum()), "mean_force": float(force.mean()), "max_force": float(force.max()), "mean_applied": float(np.linalg.norm(targets[quiet, :3], axis=1).mean())}
+    raw = np.linalg.norm(wrench[:, :3], axis=1)
+    force = np.minimum(raw, scale)
+    applied = np.linalg.norm(targets[quiet, :3], axis=1)
+    return {"samples": int(quiet.sum()), "mean_applied": float(applied.mean()), "mean_force": float(force.mean()), "max_force": float(force.max()), "mean_network_force": float(raw.mean())}

@@ -70,6 +70,16 @@ def save(models: Models, folder: Path) -> None:
     (folder / META).write_text(json.dumps({"observation": asdict(models.observation), **models.meta}, indent=1))
 
 
+def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
+    """The network of one training run's checkpoint (a `train` output folder) and its state."""
+    state = json.loads((Path(run) / STATE).read_text())
+    config = TrainConfig(**state["config"])
+    like = skeleton(config, state["grid"], n_joints)
+    opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, eqx.is_array))
+    net, _ = eqx.tree_deserialise_leaves(Path(run) / CHECKPOINT, (like, opt_state))
+    return net, state
+
+
 @cache
 def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
     """Both networks from a weights folder or a `grasp train` output folder (module doc)."""
@@ -88,11 +98,7 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
         raise InputError(folder, f"no learned weights here ({META}) and no training runs ({', '.join(missing)} missing)")
     nets, meta = {}, {}
     for name, run in runs.items():
-        state = json.loads((run / STATE).read_text())
-        config = TrainConfig(**state["config"])
-        like = skeleton(config, state["grid"], n_joints)
-        opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, eqx.is_array))
-        nets[name], _ = eqx.tree_deserialise_leaves(run / CHECKPOINT, (like, opt_state))
+        nets[name], state = load_run(run, n_joints)
         meta[name] = state["config"]
         meta["dataset"] = state.get("dataset", {})
     side = meta["dataset"].get("side", ObservationConfig.side)
