@@ -70,7 +70,7 @@ ShapeConfig = Annotated[SphereConfig | CapsuleConfig | BoxConfig, Field(discrimi
 
 
 def _origin(xyz, rpy=(0.0, 0.0, 0.0)) -> tuple[tuple[float, ...], ...]:
-    m = np.asarray(tf.homogeneous(tf.rpy_to_matrix(jnp.asarray(rpy, dtype=float)), jnp.asarray(xyz, dtype=float)))
+    m = np.asarray(tf.homogeneous(tf.rpy_to_matrix(np.asarray(rpy, dtype=float)), np.asarray(xyz, dtype=float)))
     return tuple(tuple(float(v) for v in row) for row in m)
 
 
@@ -106,7 +106,7 @@ def shapes_from_urdf(path: str | Path) -> dict[str, tuple[LinkShape, ...]]:
                 half = vec3("half_extents", (float(v) / 2 for v in shape.get("size").split()))
                 shapes.append(LinkShape(name, Box(half), _origin(xyz, rpy)))
             elif shape.tag == "cylinder":
-                cylinders.append((col, np.array(xyz), np.asarray(tf.rpy_to_matrix(jnp.asarray(rpy))), float(shape.get("radius")), float(shape.get("length"))))
+                cylinders.append((col, np.array(xyz), tf.rpy_to_matrix(np.asarray(rpy, dtype=float)), float(shape.get("radius")), float(shape.get("length"))))
         used = set()
         for col, center, rot, radius, length in cylinders:
             ends = [center - rot[:, 2] * length / 2, center + rot[:, 2] * length / 2]
