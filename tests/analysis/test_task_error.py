@@ -106,7 +106,7 @@ def robocal(*args) -> subprocess.CompletedProcess:
 
 def test_evaluate_truth_from_the_command_line(calibration):
     folder = calibration["folder"]
-    run = robocal("evaluate", folder / "problem.yaml", "--result", folder / "result", "--truth", folder / "true.urdf", "--n", 300)
+    run = robocal("evaluate", folder / "problem.yaml", "--result", folder / "result", "--truth", folder / "true.urdf", "--n", 300, "--json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert (report["reference"], report["tips"], report["n"], report["unit"]) == ("thumb_tip", list(TIPS[1:]), 300, "m")

@@ -75,7 +75,7 @@ def test_held_out_worse_than_nominal(tmp_path, monkeypatch, capsys):
     (tmp_path / "reset").mkdir()
     write_problem(tmp_path / "reset", seed=7)
     capsys.readouterr()
-    monkeypatch.setattr(sys, "argv", ["robocal", "evaluate", str(problem), "--result", str(tmp_path / "out"), "--data", str(tmp_path / "reset" / "tool.csv")])
+    monkeypatch.setattr(sys, "argv", ["robocal", "evaluate", str(problem), "--result", str(tmp_path / "out"), "--data", str(tmp_path / "reset" / "tool.csv"), "--json"])
     cli.main()
     report = json.loads(capsys.readouterr().out)
     (finding,) = [f for f in report["verdict"]["findings"] if f["code"] == "held_out_worse_than_nominal"]

@@ -330,9 +330,12 @@ def test_html_report_is_self_contained_and_escaped(calibrated: Path) -> None:
 
 
 def test_evaluate_on_held_out_data(dataset: Path, calibrated: Path) -> None:
-    result = robocal("evaluate", dataset / "problem.yaml", "--result", calibrated, "--data", dataset / "test.csv")
+    result = robocal("evaluate", dataset / "problem.yaml", "--result", calibrated, "--data", dataset / "test.csv", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
+    table = robocal("evaluate", dataset / "problem.yaml", "--result", calibrated, "--data", dataset / "test.csv")  # for reading: mm
+    (row,) = [line for line in table.stdout.splitlines() if line.startswith("│ test.csv")]
+    assert f"{report['evaluations'][0]['measurements'][0]['before']['rms'] * 1e3:.3f}" in row and "rms (mm)" in row
     (evaluation,) = report["evaluations"]
     (metrics,) = evaluation["measurements"]
     assert evaluation["data"] == str(dataset / "test.csv")

@@ -130,7 +130,7 @@ def test_evaluate_cli_on_placement_folders(panda) -> None:
     """`robocal evaluate --data FOLDER` (repeated): before/after MAE, distortion and removed per
     placement, the same figures as the library's; generalization evidence, no joint warning."""
     _, folder = panda
-    command = [sys.executable, "-m", "robocal", "evaluate", str(EXAMPLES / "panda_1_front.yaml"), "--result", str(folder)]
+    command = [sys.executable, "-m", "robocal", "evaluate", str(EXAMPLES / "panda_1_front.yaml"), "--result", str(folder), "--json"]
     for placement in ("back-high", "right"):
         command += ["--data", str(DATA / "panda_1" / placement)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=300)

@@ -108,8 +108,9 @@ def evaluate(
     n: Annotated[Optional[int], typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON (SI units) for scripts, instead of tables in mm")] = False,
 ) -> None:
-    """Before/after metrics (JSON): on other data files or placement folders (--data, repeated),
+    """Before/after errors (tables in mm; --json for scripts): on other data files or placement folders (--data, repeated),
     with the frames estimated during calibration, beside the training data, and warnings when the
     model holds only near its training data; or (--truth) the task error of the nominal and the
     calibrated robot against the true one, on a test set uniform in each fingertip's Cartesian
@@ -131,4 +132,9 @@ def evaluate(
             raise RobocalError("--measurement: only with --data")
         options = {k: v for k, v in (("n", n), ("seed", seed)) if v is not None}
         report = evaluate_truth(problem, result, truth, reference, names(tips), **options, force=force, warn=warn)
-    print(json.dumps(report, indent=2))
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    from robocal.report.evaluation import print_held_out, print_task
+
+    (print_held_out if data is not None else print_task)(report, out)
