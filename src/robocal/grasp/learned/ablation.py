@@ -29,6 +29,8 @@ def quiet_force(estimator: Scaled, data: Path, split: str = "test") -> dict:
     the split's samples with applied force < QUIET (module docstring)."""
     voxels, rows, inputs, targets = arrays(load(data, split), "estimator")
     quiet = np.linalg.norm(targets[:, :3], axis=1) < QUIET
+    if not quiet.any():
+        return {"samples": 0}
     features = jax.vmap(estimator.encode)(jnp.asarray(voxels, dtype=float))
     out = jax.vmap(estimator.head)(features[rows[quiet]], jnp.asarray(inputs[quiet]))
     wrench, scale = (np.asarray(a) for a in networks.split_estimate(out))
