@@ -8,6 +8,7 @@ import robocal  # noqa: F401  (switches JAX to float64 before any test creates a
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+pytest_plugins = ["tests.databases"]  # the store's SQLite / PostgreSQL fixtures, for every folder
 
 
 def shared_path(relative: str) -> Path:

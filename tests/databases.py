@@ -1,4 +1,6 @@
-"""Fixtures of the fleet tests: a store URL on SQLite and on a real PostgreSQL server.
+"""Fixtures of the store's tests (fleet, service): a store URL on SQLite and on a real PostgreSQL
+server, loaded once for the whole run (tests/conftest.py's pytest_plugins), so one server serves
+every test folder.
 
 The PostgreSQL server is Debian's (initdb / pg_ctl under /usr/lib/postgresql/*/bin), started once
 per test session in a temporary folder, listening on 127.0.0.1 only. PostgreSQL refuses to run as

@@ -1,5 +1,5 @@
 """Fixtures of the service tests: the service as a real uvicorn server in a subprocess on 127.0.0.1
-and a free port, over SQLite and PostgreSQL (tests/fleet/conftest.py's server and its fresh `db_url` per test),
+and a free port, over SQLite and PostgreSQL (tests/databases.py's server and its fresh `db_url` per test),
 with one token per scope (two stations) created in the store beforehand."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import pytest
 
 from robocal.fleet.store import open_store
 from robocal.service.auth import create_token
-from tests.fleet.conftest import db_url, postgresql_server  # noqa: F401  (fixtures: a fresh store per test, the server)
 
 REPO = Path(__file__).resolve().parents[2]
 ARM = REPO / "examples" / "fleet" / "arm_6r.urdf"
