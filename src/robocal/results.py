@@ -44,12 +44,12 @@ def _from_pose(d: dict) -> np.ndarray:
     return t
 
 
-def write_results(cal: Calibration, out: Path) -> list[Path]:
-    from robocal.report.html import measurement_figures, write_html_report
-
+def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Path]:
+    """The result files in `out` (module doc); `figures=False` leaves out report.html and the
+    measurements' plots (the fleet keeps report.json and the URDF, and renders its own pages)."""
     out.mkdir(parents=True, exist_ok=True)
     problem = cal.problem
-    written = [out / "report.json", out / "frames.yaml", out / "report.html"]
+    written = [out / "report.json", out / "frames.yaml"]
     report = cal.report()
     report["inputs"] = fingerprints(problem)
     written[0].write_text(json.dumps(report, indent=2) + "\n")
@@ -75,11 +75,15 @@ def write_results(cal: Calibration, out: Path) -> list[Path]:
             written.append(out / "calibrated_sensors.yaml")
             source = sensors.source.name if sensors.source is not None else "the robot"
             sensors.write(written[-1], f"# The joint sensor model of {source}, calibrated by robocal (problem {problem.path.name}).\n")
-    figures = measurement_figures(cal)
-    write_html_report(cal, written[2], figures)
-    for name, png in figures.items():
-        written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".png"))
-        written[-1].write_bytes(png)
+    if figures:
+        from robocal.report.html import measurement_figures, write_html_report
+
+        plots = measurement_figures(cal)
+        written.insert(2, out / "report.html")
+        write_html_report(cal, written[2], plots)
+        for name, png in plots.items():
+            written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".png"))
+            written[-1].write_bytes(png)
     return written
 
 

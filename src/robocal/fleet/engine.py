@@ -28,7 +28,7 @@ def calibrate_session(engine: Engine, session_id: int) -> Result:
         cal = calibrate(load_problem(problem))
         out = Path(tmp) / "out"
         out.mkdir()
-        write_results(cal, out)
+        write_results(cal, out, figures=False)
         urdf = out / "calibrated.urdf"
         kinds = {p.name: p.kind for p in cal.problem.layout.parameters}
         verdict = judge(cal.report(), kinds, load_criteria(problem.parent / CRITERIA))
