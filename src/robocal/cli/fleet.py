@@ -1,4 +1,4 @@
-"""`robocal fleet`: init, ingest, run, status, export, over the fleet store (a SQLite file by default)."""
+"""`robocal fleet`: init, ingest, run, status, report, export, over the fleet store (a SQLite file by default)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,15 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="output folder")]
         raise RobocalError(f"{out_dir}: not a folder")
     files = export_urdfs(open_store(db), out_dir)
     out.print(f"wrote {len(files)} calibrated URDFs to {out_dir}", markup=False, highlight=False)
+
+
+@app.command()
+def report(out_dir: Annotated[Path, typer.Option("--out", help="output folder")], db: Db = DEFAULT_DB) -> None:
+    """Write OUT/fleet.html: yield per model and station, errors across units, every parameter's
+    spread with outlying units and a batch-wide bias flagged, drift between a unit's sessions."""
+    from robocal.fleet.report import write_fleet_report
+    from robocal.fleet.store import open_store
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RobocalError(f"{out_dir}: not a folder")
+    out.print(f"wrote {write_fleet_report(open_store(db), out_dir)}", markup=False, highlight=False)

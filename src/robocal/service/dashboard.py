@@ -13,7 +13,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session as DbSession
 
-from robocal.service import plots
+from robocal.report import svg
 from robocal.service.auth import COOKIE, Caller, verify
 from robocal.service.routes import visible_unit
 from robocal.service.routes.results import statistics
@@ -70,7 +70,7 @@ def _yield_section(stats: dict, entries: list[dict]) -> str:
         tally[1] += 1
         minutes = (moment - times[0]).total_seconds() / 60
         series.setdefault(group, []).append((minutes, 100 * tally[0] / tally[1]))
-    plot = plots.lines(series, "yield over time (cumulative)", "minutes since the first session", "yield %", (0.0, 100.0)) if series else ""
+    plot = svg.lines(series, "yield over time (cumulative)", "minutes since the first session", "yield %", (0.0, 100.0)) if series else ""
     return f'<section id="yield"><h2>Yield per model and station</h2><table><tr><th>model @ station</th><th>pass</th><th>rework</th><th>fail</th><th>yield</th></tr>{rows}</table>{plot}</section>'
 
 
@@ -87,7 +87,7 @@ def overview(request: Request) -> Response:
         f'<tr><td><a href="/units/{escape(u)}">{escape(u)}</a></td><td>{escape(e["station"] or "")}</td><td>{escape(e["status"])}</td><td class="{escape(e["verdict"] or "")}">{escape(e["verdict"] or "")}</td></tr>'
         for u, e in sorted(latest.items())
     )
-    histograms = "".join(plots.histogram(values, name, "estimate - nominal") for name, values in sorted(stats["deviations"].items()))
+    histograms = "".join(svg.histogram(values, name, "estimate - nominal") for name, values in sorted(stats["deviations"].items()))
     body = (
         "<h1>Fleet</h1>"
         + _yield_section(stats, entries)

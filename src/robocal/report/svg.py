@@ -1,4 +1,5 @@
-"""Inline SVG plots for the dashboard (no JavaScript, nothing fetched): lines and histograms."""
+"""Inline SVG plots for HTML pages (the service dashboard, the fleet report): lines and histograms,
+no JavaScript, nothing fetched."""
 
 from __future__ import annotations
 
