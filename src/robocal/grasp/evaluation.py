@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from functools import cache, partial
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
 from robocal.errors import RobocalError
 from robocal.grasp.controller import FILTER_TIME, METHODS, make_controller
+from robocal.workers import worker_pool
 
 FORCE = {"power": 10.0, "precision": 5.0}  # N, seed Sec. V-B
 NO_FORCE_SECONDS = 2.0  # length of the no-force trial
@@ -160,31 +159,13 @@ def _figures(result, ramp: float) -> dict:
     return record
 
 
-class _Inline:
-    """The pool's interface, computing in this process (one worker: no spawn, easy to debug)."""
-
-    def map(self, fn, items):
-        return (fn(item) for item in items)
-
-
-class _Pool:
-    """Worker processes (spawned: the parent may hold JAX's threads), results as they come."""
-
-    def __init__(self, workers: int):
-        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
-
-    def map(self, fn, items):
-        return (future.result() for future in as_completed([self.executor.submit(fn, item) for item in items]))
-
-
 def run_evaluation(config: EvaluationConfig, workers: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> dict:
     """All grasp attempts and trial records. `progress(phase, done, total)` after each unit.
     The records are the same whatever the number of workers."""
     names = object_names(config)
     workers = max(1, min(workers or os.cpu_count() or 1, 64))
     report = progress or (lambda phase, done, total: None)
-    pool = _Inline() if workers == 1 else _Pool(workers)
-    try:
+    with worker_pool(workers) as pool:
         attempts: list[dict] = []
         for done, result in enumerate(pool.map(partial(grasps_for, config), enumerate(names)), 1):
             attempts += result
@@ -195,9 +176,6 @@ def run_evaluation(config: EvaluationConfig, workers: int | None = None, progres
         for done, result in enumerate(pool.map(partial(trials_for, config), chosen), 1):
             records += result
             report("trials", done, len(chosen))
-    finally:
-        if isinstance(pool, _Pool):
-            pool.executor.shutdown(cancel_futures=True)
     records.sort(key=lambda r: (r["object"], r["attempt"], r["method"], r["scale"], r["force"]))
     evaluated = {id(a) for a in chosen}
     return {"config": asdict(config), "grasps": [_grasp_row(a, id(a) in evaluated) for a in attempts], "trials": records}

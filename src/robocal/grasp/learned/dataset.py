@@ -118,20 +118,16 @@ def _check_manifest(config: DatasetConfig, out: Path) -> None:
 
 def generate(config: DatasetConfig, out: Path, workers: int = 1, progress: Callable[[int, int], None] | None = None) -> dict:
     """Write every missing shard of `config` under `out` (module docstring); returns counts."""
-    from robocal.grasp.evaluation import _Inline, _Pool
+    from robocal.workers import worker_pool
 
     _check_manifest(config, out)
     todo = [job for job in jobs(config) if not shard_path(out, *job).exists()]
     report = progress or (lambda done, total: None)
-    pool = _Inline() if workers == 1 else _Pool(workers)
     samples = 0
-    try:
+    with worker_pool(workers) as pool:
         for done, n in enumerate(pool.map(partial(make_shard, config, Path(out)), todo), 1):
             samples += n
             report(done, len(todo))
-    finally:
-        if isinstance(pool, _Pool):
-            pool.executor.shutdown(cancel_futures=True)
     return {"shards": len(jobs(config)), "made": len(todo), "samples_made": samples}
 
 
