@@ -15,6 +15,7 @@ can be trusted at all:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,9 +51,10 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
 
 
-def judge(report: dict, kinds: dict[str, str], criteria: Criteria) -> Verdict:
+def judge(report: dict, kinds: Mapping[str, str], criteria: Criteria) -> Verdict:
     """The verdict on one calibration report; `kinds`: parameter name -> kind (of the problem's layout)."""
-    fail, rework = [], []
+    fail: list[str] = []
+    rework: list[str] = []
     for finding in report["verdict"]["findings"]:
         {"fail": fail, "warning": rework}.get(finding["level"], []).append(f"{finding['code']}: {finding['sentence']}")
     for m in report["measurements"]:

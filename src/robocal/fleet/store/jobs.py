@@ -33,7 +33,7 @@ def claim(engine: Engine) -> tuple[int, int] | None:
 def finish(engine: Engine, job_id: int, result: Result | None, error: str | None = None) -> None:
     """Store the job's result and mark it done (or failed with `error`), in one transaction."""
     with DbSession(engine) as db, db.begin():
-        job = db.get(Job, job_id)
+        job = db.get_one(Job, job_id)
         if result is not None:
             db.add(result)
         job.status, job.error, job.updated = ("done" if error is None else "failed"), error, now()

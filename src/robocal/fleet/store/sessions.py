@@ -79,5 +79,5 @@ def materialize(db: DbSession, session_id: int, folder: Path) -> Path:
     for row in db.scalars(select(SessionFile).where(SessionFile.session_id == session_id)):
         target = folder / row.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(db.get(Blob, row.sha256).content)
-    return folder / db.get(Session, session_id).problem
+        target.write_bytes(db.get_one(Blob, row.sha256).content)
+    return folder / db.get_one(Session, session_id).problem
