@@ -55,8 +55,11 @@ def test_full_rank_task_is_classic_bayesian_d_optimality():
     assert task.kernel.shape[1] == 0
     design = TaskDOptimal(blocks, prior, task).greedy(8)
     chosen = []
+
+    def info(c):
+        return np.linalg.slogdet(np.diag(prior) + blocks[c].reshape(-1, 6).T @ blocks[c].reshape(-1, 6))[1]
+
     for pick in design.order:
-        info = lambda c: np.linalg.slogdet(np.diag(prior) + blocks[c].reshape(-1, 6).T @ blocks[c].reshape(-1, 6))[1]
         best = max((i for i in range(len(blocks)) if i not in chosen), key=lambda i: info(chosen + [i]))
         assert info(chosen + [int(pick)]) == pytest.approx(info(chosen + [best]), abs=1e-9)
         chosen.append(int(pick))

@@ -25,11 +25,11 @@ import yaml
 
 from robocal.analysis.task_error import task_errors
 from robocal.calibration import calibrate
+from robocal.kinematics import transforms as tf
 from robocal.kinematics.dh import load_dh
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.tree import KinematicTree
 from robocal.kinematics.urdf import load_urdf, write_urdf
-from robocal.kinematics import transforms as tf
 from robocal.problem import load_problem
 from robocal.results import write_results
 from robocal.simulation.markers import MarkerBody, simulate_markers

@@ -59,7 +59,7 @@ class TaskMetric:
     tips: int  # task points per configuration (tr(C M) / tips is the mean squared error per point)
 
     @classmethod
-    def from_jacobians(cls, jacobians: np.ndarray, rtol: float = DEFAULT_RTOL) -> "TaskMetric":
+    def from_jacobians(cls, jacobians: np.ndarray, rtol: float = DEFAULT_RTOL) -> TaskMetric:
         """jacobians (M, F, 3, p): d(task point f at test configuration m) / d(theta), unweighted."""
         m, f = jacobians.shape[:2]
         flat = jacobians.reshape(-1, jacobians.shape[-1])

@@ -23,9 +23,9 @@ in anything; a kernel(A) larger than kernel(B) never is (residual 1).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class Identifiability:
     threshold: float
     eigenvalues: np.ndarray  # descending
     kernel: list[dict[str, float]]  # one direction per unidentifiable eigenvalue (reduced basis), largest weights first
-    basis: np.ndarray = field(default=None, repr=False, compare=False)  # (n, n - rank) orthonormal basis of the kernel
+    basis: np.ndarray | None = field(default=None, repr=False, compare=False)  # (n, n - rank) orthonormal basis of the kernel
 
     def to_dict(self) -> dict:
         return {
@@ -110,7 +110,7 @@ class Inclusion:
 
 def subspace_inclusion(a: np.ndarray, b: np.ndarray, tolerance: float = DEFAULT_INCLUSION_TOLERANCE) -> Inclusion:
     """Is span(a) contained in span(b)? a, b: orthonormal columns of the same length."""
-    residual = float(min(np.linalg.norm(a - b @ (b.T @ a), 2), 1.0)) if a.shape[1] else 0.0
+    residual = min(float(np.linalg.norm(a - b @ (b.T @ a), 2)), 1.0) if a.shape[1] else 0.0
     return Inclusion(a.shape[1], b.shape[1], residual, float(np.degrees(np.arcsin(residual))), tolerance, residual <= tolerance)
 
 
@@ -118,6 +118,8 @@ def kernel_inclusion(a: Identifiability, b: Identifiability, tolerance: float = 
     """kernel(A) subset of kernel(B)? Both analyses must be over the same parameters."""
     if a.n_parameters != b.n_parameters:
         raise ValueError(f"kernels of {a.n_parameters} and {b.n_parameters} parameters cannot be compared")
+    if a.basis is None or b.basis is None:
+        raise ValueError("kernel inclusion needs both analyses' kernel bases")
     return subspace_inclusion(a.basis, b.basis, tolerance)
 
 

@@ -37,7 +37,7 @@ mixed m/m and m/rad for DH parameters), O2 is a pure number.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

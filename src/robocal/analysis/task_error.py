@@ -14,8 +14,8 @@ as long as the joints that move the tips have the same names.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -70,7 +70,9 @@ def task_errors(
 
 @partial(jax.jit, static_argnames=("robot", "links"))
 def _task_jacobians(theta, q, robot: RobotModel, links: tuple[str, ...]):
-    task = lambda th, qi: task_vectors(robot.link_poses(th, qi, links)[None], len(links) - 1)[0]
+    def task(th, qi):
+        return task_vectors(robot.link_poses(th, qi, links)[None], len(links) - 1)[0]
+
     return jax.vmap(jax.jacfwd(task), in_axes=(None, 0))(theta, q)
 
 

@@ -15,8 +15,8 @@ form; it is averaged over a fixed set of standard normal draws (the same for eve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class Task:
     seed: int = 0
 
     @classmethod
-    def default(cls, problem, reference: str | None = None, tips: Sequence[str] | None = None, **options) -> "Task":
+    def default(cls, problem, reference: str | None = None, tips: Sequence[str] | None = None, **options) -> Task:
         """Tips default to the robot's end effectors (else its leaf links); the reference to the
         first tip, or the root link when there is one tip."""
         tips = tuple(tips or default_tips(problem.tree))
