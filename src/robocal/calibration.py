@@ -10,17 +10,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
 from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
+from robocal.analysis.observability import scaled_condition_number
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
 from robocal.analysis.verdict import MISFIT, Verdict, judge
-from robocal.analysis.observability import scaled_condition_number
-from robocal.measurements.base import ClosedForm, Measurement, on_rows, point_groups, rows_shape, summarize
-from robocal.problem import Problem
 from robocal.errors import InputError
+from robocal.measurements.base import ClosedForm, Measurement, on_rows, point_groups, rows_shape
+from robocal.problem import Problem
 from robocal.solver import Rejection, Solution, solve
 from robocal.solver.map import laplace, rows_and_jacobian
 from robocal.solver.scaled_svd import solve_scaled_svd
@@ -145,11 +144,11 @@ def measurement_metrics(measurement: Measurement, data, before: np.ndarray, afte
 def unweighted_jacobian(problem: Problem, theta, masks=None) -> np.ndarray:
     """Jacobian of the residuals in SI units (whitening undone), rows outside `masks` dropped."""
     blocks, jac = rows_and_jacobian(problem.map_problem, theta)
-    scale, keep = [], []
+    scales, keeps = [], []
     for m, b, mask in zip(problem.measurements, blocks, masks or [np.ones(len(b)) for b in blocks]):
-        scale.append(np.tile(m.row_sigmas(), b.shape[0]))
-        keep.append(np.repeat(mask > 0, b.shape[1]))
-    scale, keep = np.concatenate(scale), np.concatenate(keep)
+        scales.append(np.tile(m.row_sigmas(), b.shape[0]))
+        keeps.append(np.repeat(mask > 0, b.shape[1]))
+    scale, keep = np.concatenate(scales), np.concatenate(keeps)
     return (jac * scale[:, None])[keep]
 
 

@@ -24,12 +24,19 @@ then identify everything that matters for the task).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
-from robocal.analysis.identifiability import DEFAULT_INCLUSION_TOLERANCE, DEFAULT_THRESHOLD, Identifiability, Inclusion, identifiability, kernel_inclusion
+from robocal.analysis.identifiability import (
+    DEFAULT_INCLUSION_TOLERANCE,
+    DEFAULT_THRESHOLD,
+    Identifiability,
+    Inclusion,
+    identifiability,
+    kernel_inclusion,
+)
 from robocal.analysis.observability import observability
 from robocal.errors import RobocalError
 from robocal.measurements.base import Measurement
@@ -119,9 +126,12 @@ def check_options(problem: Problem, links, measurements, kernel_of, within) -> l
     for name in (kernel_of, within):
         if name is not None and name not in chosen:
             raise RobocalError(f"--kernel-of / --within: '{name}' is not among the analyzed measurements ({', '.join(chosen)})")
+    tree = problem.tree
     for link in links or ():
-        if not problem.tree.has_link(link):
-            raise RobocalError(f"--links: '{link}' is not a link of {problem.tree.source or problem.tree.name}")
+        if tree is None:
+            raise RobocalError(f"--links: {problem.path} has no robot")
+        if not tree.has_link(link):
+            raise RobocalError(f"--links: '{link}' is not a link of {tree.source or tree.name}")
     return chosen
 
 
@@ -140,11 +150,13 @@ def analyze_mode(
     kernel(kernel_of) in kernel(within), both measurement names."""
     names = [m.name for m in problem.measurements]
     chosen = check_options(problem, links, measurements, kernel_of, within)
-    tree, robot_block = problem.tree, problem.layout.blocks["robot"]
+    tree, robot, robot_block = problem.tree, problem.robot, problem.layout.blocks["robot"]
     if links:
+        if tree is None or robot is None:
+            raise RobocalError(f"--links: {problem.path} has no robot")
         joints = {j for link in links for j in tree.chain(link)}
         belongs = lambda link: set(tree.chain(link)) <= joints  # noqa: E731
-        robot_columns = robot_block.start + problem.robot.parameters_affecting(links)
+        robot_columns = robot_block.start + robot.parameters_affecting(links)
     else:
         belongs = lambda link: True  # noqa: E731
         robot_columns = np.arange(robot_block.start, robot_block.stop)
@@ -166,7 +178,7 @@ def analyze_mode(
     combined = _result("all", "combined", stacked[:, columns], points, parameters, threshold)
     results = [_result(r.measurement.name, r.measurement.type_name, r.jacobian[:, columns], r.points, parameters, threshold) for r in kept]
     inclusion = None
-    if kernel_of is not None:
+    if kernel_of is not None and within is not None:  # both or neither (check_options)
         by_name = {r.name: r for r in results}
         test: Inclusion = kernel_inclusion(by_name[kernel_of].identifiability, by_name[within].identifiability, tolerance)
         inclusion = {"kernel_of": kernel_of, "within": within, **test.to_dict()}
