@@ -64,9 +64,10 @@ def main() -> None:
     except Exception as exc:
         # Usage errors (click's ClickException; recent typer releases vendor click as typer._click,
         # so `import click` may fail) show themselves and carry their exit code. Anything else is a bug.
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            sys.exit(exc.exit_code)
+        show, exit_code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
         report_bug(exc)
     if isinstance(code, int) and code != 0:
         if code == 130:

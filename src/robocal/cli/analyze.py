@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,22 +17,23 @@ from robocal.terminal import err, out
 def analyze(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     as_json: Annotated[bool, typer.Option("--json", help="print the analysis as JSON")] = False,
-    result: Annotated[Optional[Path], typer.Option("--result", help="output folder of `robocal calibrate`: analyze at its calibrated parameters (default: nominal)")] = None,
-    measurement: Annotated[Optional[list[str]], typer.Option("--measurement", help="use only these measurements (repeatable; default: all)")] = None,
-    links: Annotated[Optional[list[str]], typer.Option("--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes")] = None,
-    kernel_of: Annotated[Optional[str], typer.Option("--kernel-of", help="with --within: test kernel(this measurement) in kernel(that one)")] = None,
-    within: Annotated[Optional[str], typer.Option("--within", help="see --kernel-of")] = None,
+    result: Annotated[Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: analyze at its calibrated parameters (default: nominal)")] = None,
+    measurement: Annotated[list[str] | None, typer.Option("--measurement", help="use only these measurements (repeatable; default: all)")] = None,
+    links: Annotated[list[str] | None, typer.Option("--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes")] = None,
+    kernel_of: Annotated[str | None, typer.Option("--kernel-of", help="with --within: test kernel(this measurement) in kernel(that one)")] = None,
+    within: Annotated[str | None, typer.Option("--within", help="see --kernel-of")] = None,
     threshold: Annotated[float, typer.Option("--threshold", min=0.0, help="identifiable: eigenvalue of the unweighted J^T J (SI units) above this")] = 1e-6,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="write the ordered eigenvalue spectra (every measurement and mode) to this image file")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="write the ordered eigenvalue spectra (every measurement and mode) to this image file")] = None,
 ) -> None:
     """Identifiability: rank and kernel of J^T J by parameter name, kernel inclusion between two
     measurements, Schroer-scaled condition number and observability indices O1-O5. With one mode
     --json prints {n_parameters, rank, threshold, eigenvalues, kernel, ...}; with several,
     {"modes": [...]}."""
     from robocal.analysis.identifiability import SpectrumSeries, plot_spectra
-    from robocal.analysis.sensitivity import analyze as run, print_modes
+    from robocal.analysis.sensitivity import analyze as run
+    from robocal.analysis.sensitivity import print_modes
 
-    modes = [[link.strip() for link in value.split(",") if link.strip()] for value in links or ()] or [None]
+    modes: list[list[str] | None] = [[link.strip() for link in value.split(",") if link.strip()] for value in links or ()] or [None]
     if any(mode == [] for mode in modes):
         raise RobocalError("--links: give at least one link name")
     with err.status("computing the Jacobian"):
@@ -57,7 +58,7 @@ def analyze(
         out.print(f"wrote {plot}", markup=False, highlight=False)
 
 
-class Strategy(str, Enum):
+class Strategy(StrEnum):
     greedy = "greedy"
     detmax = "detmax"
     random = "random"
@@ -68,9 +69,9 @@ def design(
     n: Annotated[int, typer.Option("--n", min=1, help="samples to choose")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/design"),
     strategy: Annotated[Strategy, typer.Option("--strategy", help="greedy; detmax: DETMAX exchanges from the greedy design; random: the baseline")] = Strategy.detmax,
-    result: Annotated[Optional[Path], typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")] = None,
-    reference: Annotated[Optional[str], typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")] = None,
-    tips: Annotated[Optional[list[str]], typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    result: Annotated[Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")] = None,
+    reference: Annotated[str | None, typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")] = None,
+    tips: Annotated[list[str] | None, typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
     n_test: Annotated[int, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="seed of the test set and of the random strategy")] = 0,
 ) -> None:

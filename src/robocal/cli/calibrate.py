@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -14,13 +14,16 @@ from robocal.cli.options import csv_list, names
 from robocal.errors import RobocalError
 from robocal.terminal import err, out, progress_bar
 
+if TYPE_CHECKING:
+    from robocal.analysis.verdict import Level
+
 FOLDS = 5  # k of calibrate --crossval and the default of crossval: the seed paper's 80/20 split
 
 
 def calibrate(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
-    fail_on: Annotated[Optional[str], typer.Option("--fail-on", help="exit with code 1 when the verdict is this level or worse: warning or fail (docs/trust.md)")] = None,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help="exit with code 1 when the verdict is this level or worse: warning or fail (docs/trust.md)")] = None,
     crossval: Annotated[bool, typer.Option("--crossval", help="also cross-validate (5 folds, seed 0): held-out errors in report.json `crossval`, findings in the verdict")] = False,
 ) -> None:
     """Calibrate: write report.json, frames.yaml, calibrated.urdf and report.html to --out."""
@@ -31,7 +34,9 @@ def calibrate(
     from robocal.report.console import print_summary
     from robocal.results import write_results
 
-    if fail_on not in (None, "warning", "fail"):
+    levels: tuple[Level, ...] = ("warning", "fail")
+    threshold = next((level for level in levels if level == fail_on), None)
+    if fail_on is not None and threshold is None:
         raise RobocalError(f"--fail-on: 'warning' or 'fail', got '{fail_on}'")
     preflight(out_dir, [problem])
     with err.status("loading problem"):
@@ -49,7 +54,7 @@ def calibrate(
         files = moved(write_results(cal, stage), stage, out_dir)
     print_summary(cal, out)
     out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)
-    if fail_on is not None and cal.verdict.at_least(fail_on):
+    if threshold is not None and cal.verdict.at_least(threshold):
         err.print(f"verdict {cal.verdict.level} (--fail-on {fail_on}): exit code 1", markup=False, highlight=False)
         raise typer.Exit(1)
 
@@ -59,7 +64,7 @@ def crossval(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/crossval"),
     k: Annotated[int, typer.Option("--k", min=2, help="folds")] = FOLDS,
     seed: Annotated[int, typer.Option("--seed", help="seed of the fold assignment")] = 0,
-    scales: Annotated[Optional[str], typer.Option("--scales", help="prior strengths, comma-separated multiples of the robot's prior sigmas; 0: no prior (default 0,0.1,0.3,1,3,10)")] = None,
+    scales: Annotated[str | None, typer.Option("--scales", help="prior strengths, comma-separated multiples of the robot's prior sigmas; 0: no prior (default 0,0.1,0.3,1,3,10)")] = None,
 ) -> None:
     """k-fold cross-validation under several prior strengths: held-out error per setting, a
     recommendation, crossval.json and crossval.png in --out (docs/trust.md)."""
@@ -100,13 +105,13 @@ def crossval(
 def evaluate(
     problem: Annotated[Path, typer.Argument(help="problem YAML used for calibration")],
     result: Annotated[Path, typer.Option("--result", help="output folder of `robocal calibrate`")],
-    data: Annotated[Optional[list[Path]], typer.Option("--data", help="data file or placement folder to evaluate on; repeat for several")] = None,
-    measurement: Annotated[Optional[str], typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")] = None,
-    truth: Annotated[Optional[Path], typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
-    reference: Annotated[Optional[str], typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the first tip)")] = None,
-    tips: Annotated[Optional[list[str]], typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
-    n: Annotated[Optional[int], typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
+    data: Annotated[list[Path] | None, typer.Option("--data", help="data file or placement folder to evaluate on; repeat for several")] = None,
+    measurement: Annotated[str | None, typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")] = None,
+    truth: Annotated[Path | None, typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
+    reference: Annotated[str | None, typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the first tip)")] = None,
+    tips: Annotated[list[str] | None, typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    n: Annotated[int | None, typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON (SI units) for scripts, instead of tables in mm")] = False,
 ) -> None:
@@ -130,6 +135,7 @@ def evaluate(
     else:
         if measurement is not None:
             raise RobocalError("--measurement: only with --data")
+        assert truth is not None  # exactly one of --data and --truth (checked above)
         options = {k: v for k, v in (("n", n), ("seed", seed)) if v is not None}
         report = evaluate_truth(problem, result, truth, reference, names(tips), **options, force=force, warn=warn)
     if as_json:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ from robocal.errors import RobocalError
 from robocal.terminal import out, progress_bar
 
 
-class DemoKind(str, Enum):
+class DemoKind(StrEnum):
     contact = "contact"
     markers = "markers"
 
@@ -39,7 +39,7 @@ def study(
     pool_per_pair: Annotated[int, typer.Option("--pool-per-pair", min=1, help="contact candidates per finger pair (6 pairs)")] = 100,
     cartesian_pool: Annotated[int, typer.Option("--cartesian-pool", min=1, help="cartesian candidate configurations (one sample per fingertip each)")] = 150,
     seed: Annotated[int, typer.Option("--seed", help="hand h is perturbed and measured with seed + h")] = 0,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:
     """The hand-calibration paper's simulation study (Figs. 8, 9): task error against calibration
     set size for random and task D-optimal selections of contacts and fingertip markers.

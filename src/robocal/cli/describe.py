@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -28,7 +28,7 @@ def _write(target: Path, data: bytes) -> None:
 def describe(
     source: Annotated[Path, typer.Argument(help="a problem YAML (its robot a URDF), or a URDF with a calibration description")],
     out_file: Annotated[Path, typer.Option("--out", help="the URDF (from a problem) or the problem YAML (from a URDF) to write, a new file beside SOURCE")],
-    criteria: Annotated[Optional[Path], typer.Option("--criteria", help="from a problem: the fleet's acceptance criteria (YAML) to carry as well")] = None,
+    criteria: Annotated[Path | None, typer.Option("--criteria", help="from a problem: the fleet's acceptance criteria (YAML) to carry as well")] = None,
 ) -> None:
     """Problem file <-> URDF with a calibration description (docs/description.md): PROBLEM.yaml --out
     ROBOT.urdf writes the problem's robot with the problem (and --criteria) inside, which ROS and

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from robocal.cli.options import csv_list
 from robocal.errors import RobocalError
 from robocal.terminal import out, progress_bar
-
 
 app = typer.Typer(no_args_is_help=True, help="Grasp control of the DLR-Hand II in simulation.")
 
@@ -20,7 +19,7 @@ app = typer.Typer(no_args_is_help=True, help="Grasp control of the DLR-Hand II i
 @app.command("evaluate")
 def grasp_evaluate(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/grasp"),
-    objects: Annotated[Optional[str], typer.Option("--objects", help="comma-separated object names (default: the whole catalog)")] = None,
+    objects: Annotated[str | None, typer.Option("--objects", help="comma-separated object names (default: the whole catalog)")] = None,
     grasps: Annotated[int, typer.Option("--grasps", min=1, help="successful grasps evaluated per object")] = 8,
     forces: Annotated[int, typer.Option("--forces", min=1, help="external forces per grasp")] = 10,
     methods: Annotated[str, typer.Option("--methods", help="comma-separated: controller, fixed_offsets, without_wrench_estimate")] = "controller,fixed_offsets,without_wrench_estimate",
@@ -31,9 +30,9 @@ def grasp_evaluate(
     ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
     seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
     controller: Annotated[str, typer.Option("--controller", help="whose wrench estimator and torque predictor: analytical (convex programs on the known contacts) or learned (networks on a depth image's voxels)")] = "analytical",
-    weights: Annotated[Optional[Path], typer.Option("--weights", help="learned networks: a `grasp train` output or weights folder (default: the shipped weights)")] = None,
+    weights: Annotated[Path | None, typer.Option("--weights", help="learned networks: a `grasp train` output or weights folder (default: the shipped weights)")] = None,
 ) -> None:
     """The grasp-controller paper's simulated evaluation: per grasp, forces pushing on random
     surface points (10 N, 5 N for precision grasps) ramped over 4 s and held 4 s; a grasp breaks
@@ -100,7 +99,7 @@ def grasp_dataset(
     samples: Annotated[int, typer.Option("--samples", min=1, help="teacher samples per grasp")] = 40,
     grid: Annotated[int, typer.Option("--grid", min=8, max=128, help="voxels per side of the object grid")] = 48,
     seed: Annotated[int, typer.Option("--seed", help="seeds the objects, grasps and wrenches")] = 0,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:
     """Training data of the learned grasp controller: procedural objects, grasps, voxel grids
     from a depth image, and the analytical controller's samples (docs/grasp.md), one npz shard
@@ -130,7 +129,7 @@ def grasp_train(
     width: Annotated[int, typer.Option("--width", min=4, help="width of the four dense layers")] = 256,
     channels: Annotated[str, typer.Option("--channels", help="output channels of the four 3D convolutions, comma-separated")] = "8,16,32,32",
     seed: Annotated[int, typer.Option("--seed", help="seeds the weights and the minibatches")] = 0,
-    weights: Annotated[Optional[Path], typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")] = None,
+    weights: Annotated[Path | None, typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")] = None,
 ) -> None:
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
@@ -150,7 +149,11 @@ def grasp_train(
         config = TrainConfig(network=name, loss=loss, steps=steps, batch=batch, learning_rate=learning_rate, width=width, channels=conv, seed=seed)
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)
-            state = train(config, data, out_dir / name, lambda done, total, task=task: bar.update(task, completed=done))
+
+            def on_step(done: int, total: int, bar=bar, task=task) -> None:  # bound now (B023); bar: rich's Progress or LoggedProgress
+                bar.update(task, completed=done)
+
+            state = train(config, data, out_dir / name, on_step)
         last = state["curves"][-1]
         out.print(f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}", markup=False, highlight=False)
     if weights is not None:

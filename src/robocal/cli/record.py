@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from robocal.errors import RobocalError
 from robocal.terminal import err, out
 
-
 app = typer.Typer(no_args_is_help=True, help="Record calibration data at the robot, in the terminal.")
 
 
-class JointSourceKind(str, Enum):
+class JointSourceKind(StrEnum):
     ros2 = "ros2"
     sim = "sim"
     replay = "replay"
@@ -28,10 +27,10 @@ def record_sockets(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder: hole_0.csv, hole_1.csv, ... (one configuration per row, rad)")],
     link: Annotated[str, typer.Option("--link", help="the link whose origin is the ball center")] = "ball_link",
     source: Annotated[JointSourceKind, typer.Option("--source", help="ros2: the robot's JointState topic; sim: a simulated robot and operator; replay: the configurations of a recorded folder, again")] = JointSourceKind.ros2,
-    replay: Annotated[Optional[Path], typer.Option("--replay", help="with --source replay: a recorded folder (hole_<k>.csv)")] = None,
-    topic: Annotated[Optional[str], typer.Option("--topic", help="with --source ros2: the sensor_msgs/msg/JointState topic (default: /joint_states)")] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", help="with --source replay: a recorded folder (hole_<k>.csv)")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", help="with --source ros2: the sensor_msgs/msg/JointState topic (default: /joint_states)")] = None,
     sockets: Annotated[int, typer.Option("--sockets", min=1, max=10, help="sockets on the plate: keys 0 to N-1")] = 2,
-    distance: Annotated[Optional[float], typer.Option("--distance", help="known distance between sockets 0 and 1 (m), to show the distortion")] = None,
+    distance: Annotated[float | None, typer.Option("--distance", help="known distance between sockets 0 and 1 (m), to show the distortion")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace the socket files of a non-empty --out folder")] = False,
 ) -> None:
     """Record sphere-in-socket configurations (MUKCa) while you guide the arm by hand: keys 0-9

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from robocal.errors import RobocalError
 from robocal.terminal import err, out, progress_bar
 
+if TYPE_CHECKING:
+    from robocal.kinematics.model import Mode
 
 app = typer.Typer(no_args_is_help=True, help="Simulate calibration data of a perturbed robot.")
 
 
-class Detection(str, Enum):
+class Detection(StrEnum):
     geometric = "geometric"
     torque = "torque"
 
@@ -59,9 +61,9 @@ def simulate_contact(
         failed, rejected = (" / ".join(str(row[kind].get(r, 0)) for r in reasons) for kind, reasons in (("failures", FAILURES), ("rejections", REJECTIONS)))
         table.add_row(" / ".join(row["pair"]), str(row["contacts"]), failed, rejected, f"{row['mean_abs_distance']:.2e}")
     out.print(table)
-    failed = sum(sum(f.values()) for f in sim.failures.values())
-    rejected = sum(sum(r.values()) for r in sim.rejections.values())
-    out.print(f"{len(sim)} contacts from {len(sim) + failed} executed drives ({failed} failed and retried); the nominal model rejected {rejected} planned drives")
+    n_failed = sum(sum(f.values()) for f in sim.failures.values())
+    n_rejected = sum(sum(r.values()) for r in sim.rejections.values())
+    out.print(f"{len(sim)} contacts from {len(sim) + n_failed} executed drives ({n_failed} failed and retried); the nominal model rejected {n_rejected} planned drives")
     out.print(f"mean |true signed distance| at the recorded joint values: {np.abs(sim.true_distance).mean():.3e} m (max {np.abs(sim.true_distance).max():.3e} m)")
     if detection is Detection.torque:
         depth = -sim.true_distance * 1e3
@@ -188,13 +190,15 @@ def simulate_markers(
 
     from robocal.simulation.marker_session import simulate_marker_session
 
-    if mode not in ("full", "xyzrpy", "joint_offsets"):
+    modes: tuple[Mode, ...] = ("full", "xyzrpy", "joint_offsets")
+    chosen = next((m for m in modes if m == mode), None)
+    if chosen is None:
         raise RobocalError(f"--mode {mode}: one of full, xyzrpy, joint_offsets")
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise RobocalError(f"{out_dir}: exists and is not an empty folder; give a new folder")
     with err.status("simulating the marker session"):
         session = simulate_marker_session(
-            out_dir, robot, link=link, mode=mode, n_train=n_train, n_test=n_test, translation=translation,
+            out_dir, robot, link=link, mode=chosen, n_train=n_train, n_test=n_test, translation=translation,
             rotation=float(np.deg2rad(rotation_deg)), joint_offset=float(np.deg2rad(offset_deg)), sigma=sigma, seed=seed,
         )
     truth = session.truth

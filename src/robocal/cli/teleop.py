@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from robocal.errors import RobocalError
 from robocal.terminal import out
 
-
 app = typer.Typer(no_args_is_help=True, help="Map a human hand's joint values onto a robot hand.")
 
 
-class TeleopMode(str, Enum):
+class TeleopMode(StrEnum):
     joint = "joint"
     fingertip = "fingertip"
 
@@ -23,12 +22,12 @@ class TeleopMode(str, Enum):
 @app.command("show")
 def teleop_show(
     joints: Annotated[Path, typer.Option("--joints", help="CSV of human joint values: a column per actuated joint of the human hand (rad), a row per pose; with --sensors, raw readings: a column per sensor")],
-    sensors: Annotated[Optional[Path], typer.Option("--sensors", help="joint sensor file (e.g. calibrated_sensors.yaml of `robocal calibrate`) turning the raw glove readings of --joints into joint values")] = None,
+    sensors: Annotated[Path | None, typer.Option("--sensors", help="joint sensor file (e.g. calibrated_sensors.yaml of `robocal calibrate`) turning the raw glove readings of --joints into joint values")] = None,
     row: Annotated[int, typer.Option("--row", min=1, help="the pose to show: data row N (1 = the first row after the header)")] = 1,
     mode: Annotated[TeleopMode, typer.Option("--mode", help="joint: joint-space mapping (power grasps); fingertip: modified fingertip mapping (precision grasps)")] = TeleopMode.fingertip,
-    mapping_file: Annotated[Optional[Path], typer.Option("--mapping", help="mapping file (default: the packaged human hand -> DLR-Hand II mapping)")] = None,
-    objects: Annotated[Optional[list[str]], typer.Option("--object", help="an object in the palm frame (m), repeatable: sphere:x,y,z,r | box:x,y,z,hx,hy,hz | capsule:x0,y0,z0,x1,y1,z1,r")] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, help="warn when a fingertip is closer than this to another or to an object (m; default: the mapping file's)")] = None,
+    mapping_file: Annotated[Path | None, typer.Option("--mapping", help="mapping file (default: the packaged human hand -> DLR-Hand II mapping)")] = None,
+    objects: Annotated[list[str] | None, typer.Option("--object", help="an object in the palm frame (m), repeatable: sphere:x,y,z,r | box:x,y,z,hx,hy,hz | capsule:x0,y0,z0,x1,y1,z1,r")] = None,
+    threshold: Annotated[float | None, typer.Option("--threshold", min=0.0, help="warn when a fingertip is closer than this to another or to an object (m; default: the mapping file's)")] = None,
     out_file: Annotated[Path, typer.Option("--out", help="picture to write")] = Path("out/teleop.png"),
     interactive: Annotated[bool, typer.Option("--interactive", help="open an interactive 3D window instead of writing --out")] = False,
 ) -> None:
@@ -66,6 +65,7 @@ def teleop_show(
         result = None
         for pose in poses[:row]:
             result = mapping.fingertip_map(pose, None if result is None else result.q)
+        assert result is not None  # row >= 1: at least one pose was mapped
         q, targets = result.q, result.targets
         for name, distance, reached in zip(mapping.fingers, result.distance, result.reached):
             out.print(f"{name}: target {'reached' if reached else f'out of reach, closest point {distance * 1e3:.1f} mm away'}", markup=False, highlight=False)

@@ -22,7 +22,7 @@ import yaml
 from robocal.errors import InputError
 from robocal.frames import placement_matrix
 from robocal.kinematics import transforms as tf
-from robocal.kinematics.model import RobotModel
+from robocal.kinematics.model import Mode, RobotModel
 from robocal.kinematics.tree import KinematicTree
 from robocal.kinematics.urdf import load_urdf, write_calibrated_urdf
 from robocal.simulation.markers import MarkerBody, simulate_markers
@@ -47,7 +47,7 @@ def deepest_link(tree: KinematicTree) -> str:
 
 
 def simulate_marker_session(
-    out: Path, robot_file: Path, *, link: str | None = None, mode: str = "full", n_train: int = 60, n_test: int = 30,
+    out: Path, robot_file: Path, *, link: str | None = None, mode: Mode = "full", n_train: int = 60, n_test: int = 30,
     translation: float = 0.001, rotation: float = 0.001, joint_offset: float = 0.005, sigma: float = 1e-4, seed: int = 0,
 ) -> MarkerSession:
     """Write a simulated marker session of a perturbed `robot_file` to `out` (module doc)."""
