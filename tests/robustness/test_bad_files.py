@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from robocal import cli
-from tests.robustness.contract import PROBLEM_COMMANDS, assert_one_located_error, command_line, hashes, in_subprocess, valid_folder
+from tests.robustness.contract import (
+    PROBLEM_COMMANDS,
+    assert_one_located_error,
+    command_line,
+    hashes,
+    in_subprocess,
+    valid_folder,
+)
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
 FILES = sorted(p.name for p in BAD.iterdir() if p.suffix in (".urdf", ".csv"))
