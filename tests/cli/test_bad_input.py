@@ -23,10 +23,10 @@ import pytest
 import yaml
 from lxml import etree
 
+from robocal.frames import placement_matrix
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.urdf import load_urdf
-from robocal.frames import placement_matrix
 
 URDF = """<?xml version="1.0" encoding="utf-8"?>
 <!-- three-joint test arm: yaw, pitch, pitch, and a fixed tool -->
@@ -156,7 +156,7 @@ def _edit_lines(path: Path, edit) -> None:
 
 def _drop_column(folder: Path, column: str) -> None:
     index = HEADER.index(column)
-    _edit_lines(folder / "train.csv", lambda ls: ls.__setitem__(slice(None), [",".join(c for i, c in enumerate(l.split(",")) if i != index) for l in ls]))
+    _edit_lines(folder / "train.csv", lambda ls: ls.__setitem__(slice(None), [",".join(c for i, c in enumerate(line.split(",")) if i != index) for line in ls]))
 
 
 def _problem(edit):
@@ -200,7 +200,7 @@ CASES = {
         ["line 3", "column 'q1'", "'' is not a number"],
     ),
     "column named twice in the header": (
-        lambda d, p: _edit_lines(d / "train.csv", lambda ls: ls.__setitem__(slice(None), [ls[0] + ",j2"] + [l + ",0" for l in ls[1:]])),
+        lambda d, p: _edit_lines(d / "train.csv", lambda ls: ls.__setitem__(slice(None), [ls[0] + ",j2"] + [line + ",0" for line in ls[1:]])),
         "train.csv",
         ["line 1", "column 'j2'"],
     ),
@@ -272,7 +272,10 @@ def bad_runs(request, dataset: Path, tmp_path_factory) -> dict:
         shutil.copytree(dataset, folder)
         CASES[case][0](folder, json.loads(json.dumps(PROBLEM)))  # edit a deep copy of the problem
         folders[case] = folder
-    run = lambda case: robocal("calibrate", folders[case] / "problem.yaml", "--out", folders[case].parent / "out")
+
+    def run(case):
+        return robocal("calibrate", folders[case] / "problem.yaml", "--out", folders[case].parent / "out")
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         return {case: (folders[case], result) for case, result in zip(folders, pool.map(run, folders))}
 
