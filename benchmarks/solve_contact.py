@@ -9,10 +9,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from timing import report_solve
-
 from robocal.problem import load_problem
 from robocal.simulation.contact import simulate_dlr_hand
+from timing import report_solve
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from timing import report_solve
-
 from robocal.problem import load_problem
+from timing import report_solve
 
 if __name__ == "__main__":
     problem = load_problem(Path(__file__).resolve().parents[1] / "examples/mukca/panda_1_front.yaml")

@@ -11,9 +11,9 @@ import platform
 from pathlib import Path
 
 import jax
-from timing import report_solve
 
 from robocal.problem import load_problem
+from timing import report_solve
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tiago_mocap"
 

@@ -25,10 +25,16 @@ import numpy as np
 from robocal.analysis.task_error import task_errors
 from robocal.demos.contact import ROTATION, TIPS, TRANSLATION, _write_problem
 from robocal.problem import load_problem
-from robocal.simulation.contact import DLR_GEOMETRY, DLR_ROBOT, dlr_hand_pairs, perturbed_dlr_hand, simulate_contacts, write_contact_csv
+from robocal.simulation.contact import (
+    DLR_GEOMETRY,
+    DLR_ROBOT,
+    dlr_hand_pairs,
+    perturbed_dlr_hand,
+    simulate_contacts,
+    write_contact_csv,
+)
 from robocal.simulation.testset import uniform_cartesian_test_set
 from robocal.solver import solve_many
-
 
 # (model, n_test) -> (loaded problem, its test set). Tracing and compiling the solver of a loaded
 # problem costs tens of seconds, running it a fraction of one: a later call (more seeds, encoder
@@ -56,9 +62,9 @@ def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 5
             # The MAP estimate only (solve_many: the solver `solve` runs, without the posterior
             # covariance, which would compile the problem's Jacobian a second time for nothing here).
             (theta,), (converged,) = solve_many(dataclasses.replace(problem.map_problem, data=[jax.tree.map(jnp.asarray, data)]), problem.theta0, [np.ones((1, len(sim)))])
-            score = lambda theta: task_errors(problem.robot, theta[problem.layout.blocks["robot"]], truth, theta_true, q_test, TIPS[0], list(TIPS[1:]))
-            after = score(theta)
-            rows.append({"seed": seed, "nominal_mean": float(score(problem.theta0).mean()), "mean": float(after.mean()), "max": float(after.max()), "converged": bool(converged)})
+            robot = problem.layout.blocks["robot"]
+            after, before = (task_errors(problem.robot, t[robot], truth, theta_true, q_test, TIPS[0], list(TIPS[1:])) for t in (theta, problem.theta0))
+            rows.append({"seed": seed, "nominal_mean": float(before.mean()), "mean": float(after.mean()), "max": float(after.max()), "converged": bool(converged)})
     return rows
 
 

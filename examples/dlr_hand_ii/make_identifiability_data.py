@@ -24,7 +24,13 @@ import numpy as np
 import yaml
 
 from robocal.kinematics.model import RobotModel
-from robocal.simulation.contact import DLR_ROBOT, dlr_hand_pairs, perturbed_dlr_hand, simulate_contacts, write_contact_csv
+from robocal.simulation.contact import (
+    DLR_ROBOT,
+    dlr_hand_pairs,
+    perturbed_dlr_hand,
+    simulate_contacts,
+    write_contact_csv,
+)
 from robocal.simulation.sampling import batch_link_poses
 from robocal.simulation.testset import uniform_cartesian_test_set
 

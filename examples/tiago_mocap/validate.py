@@ -61,7 +61,9 @@ def session_floor(measurement, theta, held_out: dict, tolerance: float = 0.01) -
     calibrated model predicts for the small joint difference. Returns (count, RMS in mm).
     """
     train = measurement.data
-    predict = lambda d: np.asarray(measurement.predict(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in d.items()})[0])[:, 0]
+    def predict(d: dict) -> np.ndarray:
+        return np.asarray(measurement.predict(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in d.items()})[0])[:, 0]
+
     gap = np.abs(held_out["q"][:, None, :] - train["q"][None, :, :]).max(axis=-1)
     match, repeated = gap.argmin(axis=1), gap.min(axis=1) < tolerance
     measured = held_out["points"][repeated, 0] - train["points"][match[repeated], 0]

@@ -15,7 +15,14 @@ def progress_bar(remaining: bool = False):
     """The commands' progress bar on stderr (description, bar, done of total, elapsed and, for
     long runs, remaining time); it disappears when done. Where stderr is not a terminal (a log
     file, CI), a line per task at most every LOG_EVERY seconds and when it completes instead."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     if not err.is_terminal:
         return LoggedProgress()
