@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from timing import cpu_name
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--jobs", default="help,tiago,tiago-evaluate,mukca,hand")
     parser.add_argument("--compare-src", type=Path, help="also time the package in this source tree (its src/ folder), in the same run")
     options = parser.parse_args()
-    print(f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, median of {options.repeats}")
+    print(f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, median of {options.repeats}")
     print("| job | empty cache: median (min-max) | warm cache: median (min-max) | target warm / empty | load average |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="robocal_cold_start_") as folder:

@@ -18,10 +18,10 @@ from robocal.analysis.observability import scaled_condition_number
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
 from robocal.analysis.verdict import MISFIT, Verdict, judge
 from robocal.errors import InputError
-from robocal.measurements.base import ClosedForm, Measurement, on_rows, point_groups, rows_shape
+from robocal.measurements.base import ClosedForm, Measurement, on_rows, rows_shape
 from robocal.problem import Problem
 from robocal.solver import Rejection, Solution, solve
-from robocal.solver.map import laplace, rows_and_jacobian
+from robocal.solver.map import laplace
 from robocal.solver.scaled_svd import solve_scaled_svd
 
 
@@ -141,33 +141,11 @@ def measurement_metrics(measurement: Measurement, data, before: np.ndarray, afte
     }
 
 
-def unweighted_jacobian(problem: Problem, theta, masks=None) -> np.ndarray:
-    """Jacobian of the residuals in SI units (whitening undone), rows outside `masks` dropped."""
-    blocks, jac = rows_and_jacobian(problem.map_problem, theta)
-    scales, keeps = [], []
-    for m, b, mask in zip(problem.measurements, blocks, masks or [np.ones(len(b)) for b in blocks]):
-        scales.append(np.tile(m.row_sigmas(), b.shape[0]))
-        keeps.append(np.repeat(mask > 0, b.shape[1]))
-    scale, keep = np.concatenate(scales), np.concatenate(keeps)
-    return (jac * scale[:, None])[keep]
-
-
-def stacked_points(problem: Problem) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The sigma of every stacked residual row, and the stacked row indices of each measured point."""
-    sigmas, points, start = [], [], 0
-    for m in problem.measurements:
-        k = len(m.row_sigmas())
-        sigmas.append(np.tile(m.row_sigmas(), m.n))
-        points += [start + group for group in point_groups(m.n, k, m.point_columns())]
-        start += m.n * k
-    return np.concatenate(sigmas), points
-
-
 def conditioning(problem: Problem, jacobian: np.ndarray, masks: list[np.ndarray]) -> dict[str, float | None]:
     """Schroer-scaled condition number (robocal.analysis.observability) of the unweighted Jacobian
     over its identifiable directions: of each measurement alone (the parameters it moves) and of
     all together. None where it is infinite."""
-    _, points = stacked_points(problem)
+    _, points = problem.stacked_points()
     keep = np.concatenate([np.repeat(mask > 0, len(m.row_sigmas())) for m, mask in zip(problem.measurements, masks)])
     index = np.cumsum(keep) - 1  # stacked row -> row of the kept Jacobian
     points = [index[p] for p in points if keep[p].all()]
@@ -222,9 +200,9 @@ def calibrate(problem: Problem) -> Calibration:
     elif cfg.method == "scaled_svd":
         if cfg.huber is not None or cfg.outlier_threshold is not None:
             raise InputError(problem.path, "method scaled_svd is plain least squares: it takes no huber or outlier_threshold (use method: map)", field="solver.method")
-        solution = solve_scaled_svd(problem.map_problem, baseline, masks, *stacked_points(problem), max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
+        solution = solve_scaled_svd(problem.map_problem, baseline, masks, *problem.stacked_points(), max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
     else:
         solution = solve(problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
     solution.rejections = left_out + solution.rejections
-    jac = unweighted_jacobian(problem, solution.theta, solution.masks)
+    jac = problem.unweighted_jacobian(solution.theta, solution.masks)
     return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks))

@@ -15,7 +15,6 @@ from robocal.kinematics.model import RobotModel, row_bucket
 from robocal.kinematics.tree import Joint, Origin
 from robocal.kinematics.urdf import load_urdf
 from robocal.simulation.sampling import sample_configurations
-
 from tests.kinematics.test_jacobian import URDF
 
 # A rotation entry is a sum of a few products of numbers <= 1: a handful of ulps (1e-16) apart

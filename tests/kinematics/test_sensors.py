@@ -40,7 +40,10 @@ def test_gain_column_is_offset_column_times_reading(model):
     the same joint times the raw reading; checked on autodiff against central differences too."""
     names = [p.name for p in model.parameters]
     raw = np.random.default_rng(1).uniform(20, 200, len(model.inputs))
-    tip = lambda theta: model.link_poses(theta, jnp.asarray(raw), ("index_tip",))[0, :3, 3]
+
+    def tip(theta):
+        return model.link_poses(theta, jnp.asarray(raw), ("index_tip",))[0, :3, 3]
+
     jac = np.asarray(jax.jacfwd(tip)(jnp.asarray(model.nominal)))
     for joint, sensor in (("index_pip", "index_pip"), ("index_abd", "index_middle_abduction")):
         offset, gain = names.index(f"{joint}.offset"), names.index(f"{joint}.gain.{sensor}")

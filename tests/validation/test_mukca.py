@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from robocal.calibration import calibrate, measurement_metrics, unweighted_jacobian
+from robocal.calibration import calibrate, measurement_metrics
 from robocal.evaluation import evaluate_files
 from robocal.problem import load_problem
 from robocal.results import write_results
@@ -74,7 +74,7 @@ def test_panda_rank_and_the_parameters_with_zero_gradient(panda) -> None:
     folded into joint 2; the rotation of a point)."""
     cal, _ = panda
     assert (cal.identifiability.rank, cal.identifiability.n_parameters) == (28, 48)
-    jac = unweighted_jacobian(cal.problem, cal.estimate)
+    jac = cal.problem.unweighted_jacobian(cal.estimate)
     names = cal.problem.layout.names
     zero = ["panda_joint1.x", "panda_joint1.y", "panda_joint1.z", "panda_joint2.z", "ball_joint.roll", "ball_joint.pitch", "ball_joint.yaw"]
     columns = np.abs(jac).max(axis=0)

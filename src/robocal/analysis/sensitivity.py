@@ -1,7 +1,7 @@
 """Sensitivity analysis of a calibration problem (`robocal analyze`): what its measurements can
 identify, mode by mode, at the nominal (or given) parameters.
 
-The unweighted Jacobian of every residual row (SI units, `robocal.calibration.unweighted_jacobian`)
+The unweighted Jacobian of every residual row (SI units, `Problem.unweighted_jacobian`)
 is split by measurement. A *mode* is a set of links, e.g. two fingertips (a single pair), three,
 or all of them; without links the mode is the whole problem. In a mode:
 
@@ -55,10 +55,8 @@ class MeasurementRows:
 def measurement_jacobians(problem: Problem, theta: np.ndarray | None = None) -> list[np.ndarray]:
     """Unweighted Jacobian (n_m * k_m, P) of each measurement's rows at theta (default nominal);
     row i * k_m + c is column c of data row i."""
-    from robocal.calibration import unweighted_jacobian
-
     theta = problem.theta0 if theta is None else np.asarray(theta, dtype=float)
-    jac = unweighted_jacobian(problem, theta)
+    jac = problem.unweighted_jacobian(theta)
     sizes = [m.n * len(m.row_sigmas()) for m in problem.measurements]
     return np.split(jac, np.cumsum(sizes)[:-1])
 

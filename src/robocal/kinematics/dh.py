@@ -14,10 +14,9 @@ import ast
 import math
 import operator
 from pathlib import Path
-
-import numpy as np
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
 from robocal.errors import InputError

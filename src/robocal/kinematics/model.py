@@ -21,8 +21,9 @@ unrolls into one fixed graph, also when called eagerly; ``jax.vmap`` batches it 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from functools import partial
-from typing import Literal, Sequence
+from typing import Literal
 
 import jax
 import jax.numpy as jnp

@@ -9,7 +9,7 @@ perturb exactly the numbers the user knows and write them back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -100,7 +100,7 @@ class Joint:
         return constant + xp.sin(angle) * sine + xp.cos(angle) * cosine
 
 
-@lru_cache(maxsize=None)
+@cache
 def motion_basis(joint_type: str, axis: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Constant 4x4 matrices (A, B, C) and the axis length s of a moving joint's motion. Prismatic:
     Trans(axis q) = A + q B. Revolute about the unit axis u = axis / s by the angle s q, with K the

@@ -14,10 +14,10 @@ import numpy as np
 from pydantic import Field
 
 from robocal.errors import InputError
+from robocal.frames import Frame
 from robocal.io.table import Table, read_table
 from robocal.kinematics.model import RobotModel, row_bucket
 from robocal.parameters import ParameterLayout
-from robocal.frames import Frame
 from robocal.validation import Sigma, Strict
 
 

@@ -11,19 +11,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from robocal.errors import InputError, RobocalError
+from robocal.frames import Frame, placement_matrix
 from robocal.geometry.links import load_geometry
 from robocal.kinematics.load import load_robot
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.sensors import JointSensors
 from robocal.kinematics.tree import KinematicTree
-from robocal.measurements.base import BuildContext, Measurement
+from robocal.measurements.base import BuildContext, Measurement, point_groups
 from robocal.measurements.registry import measurement_types
 from robocal.mobile.drive import NAMES as DRIVE_NAMES
 from robocal.parameters import Parameter, ParameterLayout
-from robocal.frames import Frame, placement_matrix
-from robocal.problem.schema import ProblemConfig
 from robocal.problem.description import extract, is_description
+from robocal.problem.schema import ProblemConfig
 from robocal.solver import MapProblem
+from robocal.solver.map import rows_and_jacobian
 from robocal.validation import load_yaml_model, validate_mapping
 
 
@@ -154,6 +155,27 @@ class Problem:
             prior_sqrt_precision=self.layout.prior_precision_sqrt(),
         )
 
+    def unweighted_jacobian(self, theta, masks: list[np.ndarray] | None = None) -> np.ndarray:
+        """(rows kept, parameters) Jacobian of the residuals in SI units (whitening undone), the
+        rows outside `masks` (one (n,) array per measurement; default all) dropped."""
+        blocks, jac = rows_and_jacobian(self.map_problem, theta)
+        scales, keeps = [], []
+        for m, b, mask in zip(self.measurements, blocks, masks or [np.ones(len(b)) for b in blocks]):
+            scales.append(np.tile(m.row_sigmas(), b.shape[0]))
+            keeps.append(np.repeat(mask > 0, b.shape[1]))
+        scale, keep = np.concatenate(scales), np.concatenate(keeps)
+        return (jac * scale[:, None])[keep]
+
+    def stacked_points(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The sigma of every stacked residual row, and the stacked row indices of each measured point."""
+        sigmas, points, start = [], [], 0
+        for m in self.measurements:
+            k = len(m.row_sigmas())
+            sigmas.append(np.tile(m.row_sigmas(), m.n))
+            points += [start + group for group in point_groups(m.n, k, m.point_columns())]
+            start += m.n * k
+        return np.concatenate(sigmas), points
+
 
 def drive_parameters(config) -> list[Parameter]:
     return [Parameter(name, "drive", getattr(config, name)) for name in DRIVE_NAMES]
@@ -166,11 +188,10 @@ def jnp_tree(data: dict) -> dict:
 def unidentifiable_robot_parameters(problem: Problem) -> tuple[str, ...]:
     """Robot parameters outside a base set identifiable from the problem's data at nominal."""
     from robocal.analysis.identifiability import identifiable_subset
-    from robocal.calibration import unweighted_jacobian
 
     robot = np.zeros(len(problem.layout), bool)
     robot[problem.layout.blocks["robot"]] = True  # drive parameters are never dropped: three, and each observable
-    keep = identifiable_subset(unweighted_jacobian(problem, problem.theta0), robot)
+    keep = identifiable_subset(problem.unweighted_jacobian(problem.theta0), robot)
     return tuple(name for name, r, k in zip(problem.layout.names, robot, keep) if r and not k)
 
 

@@ -81,7 +81,7 @@ class TaskConfig(Strict):
     seed: int = 0
 
 
-MeasurementConfig = Annotated[Union[tuple(config_classes())], Field(discriminator="type")]
+MeasurementConfig = Annotated[Union[tuple(config_classes())], Field(discriminator="type")]  # noqa: UP007 (a union of the registered types, built at import)
 
 
 class DriveConfig(Strict):
