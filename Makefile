@@ -22,6 +22,7 @@ demo: install
 	$(BIN)/robocal demo
 
 test: install-dev
+	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 clean:
