@@ -13,7 +13,7 @@ import yaml
 
 from tests.cli.test_bad_input import PROBLEM, URDF, synthetic_rows, write_csv
 
-PROBLEM_COMMANDS = ("calibrate", "analyze", "design", "evaluate")  # every command that reads a problem file
+PROBLEM_COMMANDS = ("calibrate", "analyze", "design", "evaluate", "crossval")  # every command that loads a problem and its data
 
 
 def valid_folder(folder: Path) -> Path:
@@ -38,6 +38,8 @@ def command_line(command: str, problem: Path, work: Path) -> list[str]:
         return ["design", str(problem), "--n", "3", "--out", str(work / "out")]
     if command == "analyze":
         return ["analyze", str(problem), "--json"]
+    if command == "crossval":
+        return ["crossval", str(problem), "--out", str(work / "out")]
     assert command == "evaluate", command
     result = work / "result"
     result.mkdir(exist_ok=True)
