@@ -3,6 +3,7 @@ wrong now says so, and what was a traceback or data loss is one located error wi
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -103,3 +104,17 @@ def test_teleop_interactive_without_a_display(tmp_path, monkeypatch, capsys):
     poses.write_text("T0\n0\n")
     code, _, err = run(monkeypatch, capsys, "teleop", "show", "--joints", poses, "--row", 1, "--interactive")
     assert code == 2 and said("--interactive needs a display", err)
+
+
+def test_all_identical_rows_are_not_a_trusted_calibration(arm, tmp_path, monkeypatch, capsys):
+    """Twelve copies of one posture: six residual directions for eight parameters at most, so the
+    joint offsets (fitted without a prior here) are not determined; the verdict says so instead
+    of a '100 % removed' that means nothing."""
+    shutil.copytree(arm, tmp_path / "a")
+    header, first = (tmp_path / "a" / "train.csv").read_text().splitlines()[:2]
+    (tmp_path / "a" / "train.csv").write_text("\n".join([header] + [first] * 12) + "\n")
+    code, out, _ = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--out", tmp_path / "out", "--fail-on", "warning")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert code == 1 and report["verdict"]["level"] in ("warning", "fail"), report["verdict"]
+    assert {"rank_deficient", "no_prior_weak"} & {f["code"] for f in report["verdict"]["findings"]}
+    assert said("verdict:", out)
