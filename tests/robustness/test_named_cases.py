@@ -118,3 +118,13 @@ def test_all_identical_rows_are_not_a_trusted_calibration(arm, tmp_path, monkeyp
     assert code == 1 and report["verdict"]["level"] in ("warning", "fail"), report["verdict"]
     assert {"rank_deficient", "no_prior_weak"} & {f["code"] for f in report["verdict"]["findings"]}
     assert said("verdict:", out)
+
+
+def test_a_200_mb_data_file_is_refused_before_it_is_read(arm, tmp_path, monkeypatch, capsys):
+    """A sparse 200 MB train.csv (no disk used): refused by its size, one located line, at once."""
+    shutil.copytree(arm, tmp_path / "a")
+    with open(tmp_path / "a" / "train.csv", "r+b") as handle:
+        handle.truncate(200 * 2**20)
+    code, _, err = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--out", tmp_path / "out")
+    assert code == 2 and said(str(tmp_path / "a" / "train.csv"), err) and said("200 MiB is more than the 100 MiB", err)
+    assert not (tmp_path / "out").exists()
