@@ -16,10 +16,11 @@ import numpy as np
 from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.observability import scaled_condition_number
 from robocal.analysis.task_uncertainty import Task, predicted_task_error
-from robocal.analysis.verdict import MISFIT, Verdict, judge
+from robocal.analysis.verdict import Verdict, judge
 from robocal.errors import InputError
 from robocal.measurements.base import ClosedForm, Measurement, on_rows, rows_shape
 from robocal.problem import Problem
+from robocal.problem.schema import MISFIT
 from robocal.solver import Rejection, Solution, solve
 from robocal.solver.map import laplace
 from robocal.solver.scaled_svd import solve_scaled_svd

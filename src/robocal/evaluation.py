@@ -12,12 +12,13 @@ from scipy.stats import spearmanr
 from robocal.analysis.task_error import task_errors
 from robocal.analysis.task_uncertainty import Task
 from robocal.analysis.verdict import held_out_verdict
-from robocal.calibration import MISFIT, measurement_metrics
+from robocal.calibration import measurement_metrics
 from robocal.errors import RobocalError
 from robocal.kinematics.load import load_robot
 from robocal.kinematics.model import RobotModel
 from robocal.measurements.base import Measurement, summarize
 from robocal.problem import Problem, load_problem
+from robocal.problem.schema import MISFIT
 from robocal.provenance import check_inputs
 from robocal.results import read_results
 from robocal.simulation.testset import uniform_cartesian_test_set
