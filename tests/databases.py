@@ -55,10 +55,15 @@ def db_url(request, tmp_path):
     """A fresh, empty database: a SQLite file, or a new database on the PostgreSQL server."""
     if request.param == "sqlite":
         return str(tmp_path / "robocal.db")
+    return new_postgresql_database(request, "fleet")
+
+
+def new_postgresql_database(request, prefix: str) -> str:
+    """The URL of a new, empty database named after `prefix`, this process and the requesting test."""
     base, _ = request.getfixturevalue("postgresql_server")
     import sqlalchemy as sa
 
-    name = f"fleet_{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}"
+    name = f"{prefix}_{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}"
     admin = sa.create_engine(base + "postgres", isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))

@@ -19,6 +19,7 @@ import pytest
 
 from robocal.fleet.store import open_store
 from robocal.service.auth import create_token
+from tests.databases import new_postgresql_database
 
 REPO = Path(__file__).resolve().parents[2]
 ARM = REPO / "examples" / "fleet" / "arm_6r.urdf"
@@ -101,16 +102,7 @@ def service_store(request, tmp_path_factory):
     """The shared service's store: a SQLite file, or a new database on the PostgreSQL server."""
     if request.param == "sqlite":
         return str(tmp_path_factory.mktemp("service") / "robocal.db")
-    base, _ = request.getfixturevalue("postgresql_server")
-    import sqlalchemy as sa
-
-    name = f"service_{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}"
-    admin = sa.create_engine(base + "postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
-        c.execute(sa.text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return base + name
+    return new_postgresql_database(request, "service")
 
 
 @pytest.fixture(scope="session")

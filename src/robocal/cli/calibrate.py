@@ -20,6 +20,22 @@ if TYPE_CHECKING:
 FOLDS = 5  # k of calibrate --crossval and the default of crossval: the seed paper's 80/20 split
 
 
+def _load_and_solve(problem: Path, out_dir: Path):
+    """The loaded problem and its calibration, --out checked before and after loading (it must
+    hold none of the inputs the problem names) so a bad --out fails before the long work."""
+    from robocal.calibration import calibrate as run
+    from robocal.outputs import preflight
+    from robocal.problem import load_problem
+    from robocal.provenance import input_files
+
+    preflight(out_dir, [problem])
+    with err.status("loading problem"):
+        loaded = load_problem(problem)
+    preflight(out_dir, input_files(loaded).values())
+    with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
+        return loaded, run(loaded)
+
+
 def calibrate(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
@@ -27,10 +43,7 @@ def calibrate(
     crossval: Annotated[bool, typer.Option("--crossval", help="also cross-validate (5 folds, seed 0): held-out errors in report.json `crossval`, findings in the verdict")] = False,
 ) -> None:
     """Calibrate: write report.json, frames.yaml, calibrated.urdf and report.html to --out."""
-    from robocal.calibration import calibrate as run
-    from robocal.outputs import moved, preflight, staged
-    from robocal.problem import load_problem
-    from robocal.provenance import input_files
+    from robocal.outputs import moved, staged
     from robocal.report.console import print_summary
     from robocal.results import write_results
 
@@ -38,12 +51,7 @@ def calibrate(
     threshold = next((level for level in levels if level == fail_on), None)
     if fail_on is not None and threshold is None:
         raise RobocalError(f"--fail-on: 'warning' or 'fail', got '{fail_on}'")
-    preflight(out_dir, [problem])
-    with err.status("loading problem"):
-        loaded = load_problem(problem)
-    preflight(out_dir, input_files(loaded).values())
-    with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
-        cal = run(loaded)
+    loaded, cal = _load_and_solve(problem, out_dir)
     if crossval:
         from robocal.analysis.crossval import cross_validate
 
@@ -69,20 +77,12 @@ def crossval(
     """k-fold cross-validation under several prior strengths: held-out error per setting, a
     recommendation, crossval.json and crossval.png in --out (docs/trust.md)."""
     from robocal.analysis.prior_sweep import SCALES, label, plot_sweep, prior_sweep
-    from robocal.calibration import calibrate as run
-    from robocal.outputs import moved, preflight, staged
-    from robocal.problem import load_problem
-    from robocal.provenance import input_files
+    from robocal.outputs import moved, staged
 
     chosen = SCALES if scales is None else csv_list(scales, "--scales", float)
     if not all(0 <= v < float("inf") for v in chosen):
         raise RobocalError(f"--scales '{scales}': every value must be a finite number >= 0")
-    preflight(out_dir, [problem])
-    with err.status("loading problem"):
-        loaded = load_problem(problem)
-    preflight(out_dir, input_files(loaded).values())
-    with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
-        cal = run(loaded)
+    loaded, cal = _load_and_solve(problem, out_dir)
     with progress_bar() as bar:
         task = bar.add_task(f"{len(chosen)} prior settings x {k} folds", total=len(chosen) * k)
         report = prior_sweep(loaded, chosen, k, seed, cal, done=lambda: bar.advance(task))

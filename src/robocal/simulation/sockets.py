@@ -1,27 +1,8 @@
 """Simulated sphere-in-socket (MUKCa) recordings for any URDF whose flange carries a ball link.
 
-A ball fixed to the flange is seated in the sockets of a plate, one placement of the plate at a
-time; the operator records many joint configurations per socket. Every configuration holds the
-ball center exactly at its socket, so the data are samples of the *self-motion manifold*
-{q : p_ball(q) = socket}: 3 position constraints leave a 4-D manifold for a 7-joint arm (3-D for
-a 6-joint one). The recording is only informative when it spreads over that manifold, so
-`sample_socket_configurations` draws configurations as the operator does, by moving the arm
-around while the ball stays in place:
-
-The sampling (`robocal.simulation.socket_sampling`):
-
-1. **Starts.** Damped least squares from random configurations (uniform within the joint limits)
-   on the ball position *and* the approach axis pointing straight down, clipped to the limits.
-2. **Walk.** From each feasible start a chain of random null-space steps: a Gaussian joint step
-   projected onto the null space of the position Jacobian (it moves the arm but, to first order,
-   not the ball), then Newton steps back onto the constraint. A step is kept only when it lands
-   within the joint limits with the approach axis inside the cone (the ball can be seated: the
-   flange points at most `cone` away from straight down), so every state of a chain is feasible.
-   Each sample is the last state of its own chain, so the samples are independent given their
-   starts.
-
-A socket's position is exact to float rounding (< 1e-10 m) on the robot the configurations were
-solved for; collisions of the arm with the plate or itself are not modelled.
+The configurations of each socket are samples of the arm's self-motion manifold with the ball in
+the socket, drawn as an operator moves the arm (`robocal.simulation.socket_sampling`, whose
+docstring gives the procedure and its accuracy).
 
 `simulate_sockets` builds the whole experiment: a perturbed TRUE robot, plate placements, the
 recorded (noisy) joints in the `hole_<k>.csv` layout, one ready problem file per placement and
