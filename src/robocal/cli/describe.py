@@ -37,13 +37,13 @@ def describe(
     import yaml
 
     from robocal.problem.description import embed, extract, is_description
-    from robocal.problem.schema import ProblemConfig
+    from robocal.problem.schema import problem_config
     from robocal.validation import load_yaml_model, validate_mapping
 
     _new_file_beside(source, out_file)
     if is_description(source):
         problem, carried = extract(source)
-        validate_mapping(source, problem, ProblemConfig)
+        validate_mapping(source, problem, problem_config())
         files = [(out_file, problem)] + ([(out_file.with_name("criteria.yaml"), carried)] if carried is not None else [])
         for path, _ in files[1:]:
             _new_file_beside(source, path)
@@ -51,7 +51,7 @@ def describe(
             _write(path, yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True).encode())
         out.print("wrote " + ", ".join(str(p) for p, _ in files), markup=False, highlight=False)
         return
-    config = load_yaml_model(source, ProblemConfig)  # validated before anything is written
+    config = load_yaml_model(source, problem_config())  # validated before anything is written
     if config.robot is None or not is_description(config.robot):
         raise RobocalError(f"{source}: robot '{config.robot}' is not a URDF; a calibration description lives in a URDF")
     robot = source.parent / config.robot

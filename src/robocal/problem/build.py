@@ -22,7 +22,7 @@ from robocal.measurements.registry import measurement_types
 from robocal.mobile.drive import NAMES as DRIVE_NAMES
 from robocal.parameters import Parameter, ParameterLayout
 from robocal.problem.description import extract, is_description
-from robocal.problem.schema import ProblemConfig
+from robocal.problem.schema import ProblemConfig, problem_config
 from robocal.solver import MapProblem
 from robocal.solver.map import rows_and_jacobian
 from robocal.validation import load_yaml_model, validate_mapping
@@ -200,9 +200,9 @@ def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None 
     result's frames and parameter selection (evaluation must use the model that was fitted)."""
     path = Path(path)
     if is_description(path):
-        config = validate_mapping(path, extract(path)[0], ProblemConfig)
+        config = validate_mapping(path, extract(path)[0], problem_config())
     else:
-        config = load_yaml_model(path, ProblemConfig)
+        config = load_yaml_model(path, problem_config())
     if unidentifiable is not None:
         return Problem(config, path, frame_initials, unidentifiable)
     problem = Problem(config, path, frame_initials)

@@ -1,19 +1,22 @@
 """The problem YAML, validated with pydantic (documented in docs/formats.md).
 
 Measurement entries are a discriminated union over the registered measurement types, so a new
-measurement type adds its own config class and nothing here changes.
+measurement type adds its own config class and nothing here changes: `problem_config()` is the
+problem schema of the types registered now (robocal.measurements.registry).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
 
 from robocal.geometry.links import GeometryConfig
 from robocal.kinematics.model import Mode
+from robocal.measurements.base import MeasurementConfig
 from robocal.measurements.registry import config_classes
 from robocal.validation import Count, Positive, Sigma, Strict, Vec3
 
@@ -102,9 +105,6 @@ class VerdictConfig(Strict):
                                      "N residuals, so 2 means the parameters absorb well over half the data")
 
 
-MeasurementConfig = Annotated[Union[tuple(config_classes())], Field(discriminator="type")]  # noqa: UP007 (a union of the registered types, built at import)
-
-
 class DriveConfig(Strict):
     """A differential-drive base: nominal wheel radii and axle length (m), calibrated as parameters
     wheel_radius_left, wheel_radius_right, wheelbase (prior: `priors.drive`)."""
@@ -126,7 +126,7 @@ class ProblemConfig(Strict):
     solver: SolverConfig = Field(default_factory=SolverConfig)
     task: TaskConfig | None = None
     verdict: VerdictConfig = Field(default_factory=VerdictConfig, description="thresholds of the verdict (robocal.analysis.verdict, docs/trust.md)")
-    measurements: list[MeasurementConfig] = Field(min_length=1)
+    measurements: list[MeasurementConfig] = Field(min_length=1, description="each entry validated by its type's Config (see problem_config)")
 
     @model_validator(mode="after")
     def _unique_measurement_names(self):
@@ -135,3 +135,15 @@ class ProblemConfig(Strict):
         if twice:
             raise ValueError(f"measurement names must be unique; given twice: {', '.join(twice)}")
         return self
+
+
+def problem_config() -> type[ProblemConfig]:
+    """The schema of a problem file: `ProblemConfig` whose measurement entries are told apart by
+    their `type` among the measurement types registered now."""
+    return _with_measurement_types(config_classes())
+
+
+@cache
+def _with_measurement_types(configs: tuple[type, ...]) -> type[ProblemConfig]:
+    entry = Annotated[Union[configs], Field(discriminator="type")]  # noqa: UP007 (a union built at run time)
+    return create_model("ProblemConfig", __base__=ProblemConfig, measurements=(list[entry], Field(min_length=1)))  # type: ignore[call-overload]
