@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -68,74 +69,104 @@ def _flat(problem: MapProblem, theta, masks, huber):
     return jnp.concatenate(parts)
 
 
-@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
-def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
-    """Levenberg-Marquardt over the free entries of theta (indices `free`); the others stay at theta0.
+class LMState(NamedTuple):
+    """One iterate of Levenberg-Marquardt over f free parameters and m residuals.
+
+    phi (f,): the free parameters; r (m,), jac (m, f): residual and Jacobian at the last point
+    linearized; stale (): True when they are not at phi (after an accepted step); lam, nu ():
+    damping and its growth factor; steps (): iterations made; done (): converged."""
+
+    phi: jax.Array
+    r: jax.Array
+    jac: jax.Array
+    stale: jax.Array
+    lam: jax.Array
+    nu: jax.Array
+    steps: jax.Array
+    done: jax.Array
+
+
+@dataclass(frozen=True)
+class LevenbergMarquardt:
+    """Levenberg-Marquardt on `residual(phi) -> (m,)`, with `init` / `step` / `terminate` for
+    `lax.while_loop`.
 
     Marquardt's scaled damping (J^T J + lam diag(J^T J)), starting at lam = 1 (cautious first
-    steps), with Nielsen's update of lam; each step is scaled down to at most one prior sigma per
-    parameter. The Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a
+    steps), with Nielsen's update of lam; each step is scaled down to at most `step_bound` (f,)
+    per parameter. The Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a
     custom JVP rule) is used as is, and it is recomputed only after an accepted step (at the top
     of the next iteration, so the compiled loop holds one copy of the Jacobian's code). The damped
-    normal equations are solved by Cholesky (lineax). Converged when a step changes no free
-    parameter by more than tol * (1 + |theta|) and is accepted, or no smaller step can lower the
-    cost any more.
+    normal equations are solved by Cholesky (lineax). Converged when a step changes no parameter
+    by more than tol * (1 + |phi|) and is accepted, or no smaller step can lower the cost any more.
     """
-    problem = MapProblem(problem_rows, data, mean, sqrt_prec)
 
-    def full(phi):
-        return theta0.at[free].set(phi)
+    residual: Callable[[jax.Array], jax.Array]
+    step_bound: jax.Array
+    tol: float
+    max_steps: int
 
-    def residual(phi):
-        return _flat(problem, full(phi), masks, huber)
+    def init(self, phi0: jax.Array) -> LMState:
+        # No linearization here: the first step makes it (stale), as after every accepted step.
+        # A second call site would double the traced and compiled Jacobian code (tens of seconds
+        # for a hand with contacts) for the same values.
+        r = jax.eval_shape(self.residual, phi0)
+        zero = partial(jnp.zeros, dtype=r.dtype)
+        return LMState(phi0, zero(r.shape), zero((r.shape[0], phi0.shape[0])), jnp.asarray(True), jnp.asarray(1.0), jnp.asarray(2.0), jnp.asarray(0), jnp.asarray(False))
 
-    def linearize(phi):
-        r = residual(phi)
-        return r, jax.jacfwd(residual)(phi)
+    def _linearize(self, phi: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return self.residual(phi), jax.jacfwd(self.residual)(phi)
 
-    def cond(state):
-        return (~state["done"]) & (state["steps"] < max_steps)
-
-    def body(state):
-        phi, lam, nu = state["phi"], state["lam"], state["nu"]
-        r, jac = jax.lax.cond(state["stale"], linearize, lambda _: (state["r"], state["jac"]), phi)
+    def step(self, state: LMState) -> LMState:
+        phi, lam, nu = state.phi, state.lam, state.nu
+        r, jac = jax.lax.cond(state.stale, self._linearize, lambda _: (state.r, state.jac), phi)
         jtj, g = jac.T @ jac, jac.T @ r
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.maximum(jnp.max(jnp.diag(jtj)), 1.0))
         operator = lx.MatrixLinearOperator(jtj + lam * jnp.diag(scale), lx.positive_semidefinite_tag)
         step = -lx.linear_solve(operator, g, lx.Cholesky(), throw=False).value
-        step = step / jnp.maximum(1.0, jnp.max(jnp.abs(step) / step_bound))
-        r_new = residual(phi + step)
+        step = step / jnp.maximum(1.0, jnp.max(jnp.abs(step) / self.step_bound))
+        r_new = self.residual(phi + step)
         cost, cost_new = r @ r, r_new @ r_new
         predicted = -(2.0 * step @ g + step @ jtj @ step)
         rho = (cost - cost_new) / jnp.where(predicted > 0, predicted, 1.0)
         # Ties within rounding count as progress: near the optimum the cost cannot resolve the
         # last digits of theta (only sqrt(eps)), the Gauss-Newton step still can.
         accept = (cost_new <= cost * (1.0 + 1e-12)) & jnp.isfinite(cost_new)
-        small_step = jnp.max(jnp.abs(step)) <= tol * (1.0 + jnp.max(jnp.abs(phi)))
-        phi_next = jnp.where(accept, phi + step, phi)
-        return {
-            "phi": phi_next,
-            "r": r,
-            "jac": jac,
-            "stale": accept,  # r and jac are at phi, not at phi_next: linearize there next time
-            "lam": jnp.where(accept, lam * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), lam * nu),
-            "nu": jnp.where(accept, 2.0, 2.0 * nu),
-            "steps": state["steps"] + 1,
-            "done": small_step & (accept | (lam > 1e12)),
-        }
+        small_step = jnp.max(jnp.abs(step)) <= self.tol * (1.0 + jnp.max(jnp.abs(phi)))
+        return LMState(
+            phi=jnp.where(accept, phi + step, phi),
+            r=r,
+            jac=jac,
+            stale=accept,  # r and jac are at phi, not at the new phi: linearize there next time
+            lam=jnp.where(accept, lam * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), lam * nu),
+            nu=jnp.where(accept, 2.0, 2.0 * nu),
+            steps=state.steps + 1,
+            done=small_step & (accept | (lam > 1e12)),
+        )
 
-    phi0 = theta0[free]
-    # Trust region: a step moves no parameter by more than one prior sigma (1 m or 1 rad without a
-    # prior), so a strongly nonlinear model (a contact that flips side) is not jumped across.
-    step_bound = jnp.where(sqrt_prec[free] > 0, 1.0 / jnp.where(sqrt_prec[free] > 0, sqrt_prec[free], 1.0), 1.0)
-    # No linearization here: the first iteration makes it (stale), as after every accepted step.
-    # A second call site would double the traced and compiled Jacobian code (tens of seconds for
-    # a hand with contacts) for the same values.
-    r_shape = jax.eval_shape(residual, phi0)
-    r0, jac0 = jnp.zeros(r_shape.shape, r_shape.dtype), jnp.zeros((r_shape.shape[0], phi0.shape[0]), r_shape.dtype)
-    state = {"phi": phi0, "r": r0, "jac": jac0, "stale": jnp.asarray(True), "lam": jnp.asarray(1.0), "nu": jnp.asarray(2.0), "steps": jnp.asarray(0), "done": jnp.asarray(False)}
-    state = jax.lax.while_loop(cond, body, state)
-    return full(state["phi"]), state["steps"], state["done"]
+    def terminate(self, state: LMState) -> jax.Array:
+        return state.done | (state.steps >= self.max_steps)
+
+
+@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
+def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
+    """(theta, steps, converged): Levenberg-Marquardt over the free entries of theta (indices
+    `free`), the others staying at theta0. Trust region: a step moves no parameter by more than
+    one prior sigma (1 m or 1 rad without a prior), so a strongly nonlinear model (a contact that
+    flips side) is not jumped across."""
+    problem = MapProblem(problem_rows, data, mean, sqrt_prec)
+
+    def full(phi):
+        return theta0.at[free].set(phi)
+
+    has_prior = sqrt_prec[free] > 0
+    solver = LevenbergMarquardt(
+        residual=lambda phi: _flat(problem, full(phi), masks, huber),
+        step_bound=jnp.where(has_prior, 1.0 / jnp.where(has_prior, sqrt_prec[free], 1.0), 1.0),
+        tol=tol,
+        max_steps=max_steps,
+    )
+    state = jax.lax.while_loop(lambda s: ~solver.terminate(s), solver.step, solver.init(theta0[free]))
+    return full(state.phi), state.steps, state.done
 
 
 def solve_many(problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 1000, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
@@ -210,49 +241,67 @@ def solve(
     if masks is None:
         masks = [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
     masks = [np.asarray(m, dtype=float) for m in masks]
-    held_out = [m == 0 for m in masks]  # the caller's zeros stay out whatever the rejection rounds say
     theta = np.asarray(theta0, dtype=float)
-    total_steps, started = 0, time.perf_counter()
-    args = (problem.prior_mean, problem.prior_sqrt_precision)
-    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
     free_idx = jnp.asarray(np.flatnonzero(np.ones(len(theta), bool) if free is None else free))
+    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
     t0 = time.perf_counter()
-    compiled = _lm.lower(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks], **statics).compile()
+    args = (free_idx, problem.data, problem.prior_mean, problem.prior_sqrt_precision)
+    compiled = _lm.lower(jnp.asarray(theta), *args, _device(masks), **statics).compile()
+
+    def fit(theta: np.ndarray, masks: list[np.ndarray]):
+        return compiled(jnp.asarray(theta), *args, _device(masks))
+
     rows_and_jacobian(problem, theta)  # compiles the Jacobian too, so `seconds` is warm time
     compile_seconds = time.perf_counter() - t0
-    first_rejected: dict[tuple[int, int], int] = {}
-    errors: list[np.ndarray] = []
-    for round_ in range(max_rejection_rounds + 1):
-        value, steps, ok = compiled(jnp.asarray(theta), free_idx, problem.data, *args, [jnp.asarray(m) for m in masks])
-        theta, total_steps, converged = np.asarray(value), total_steps + int(steps), bool(ok)
-        if outlier_threshold is None:
-            break
-        # A gross outlier drags the least-squares fit and pushes clean rows over the threshold
-        # too, so each round rejects only the clearly worst rows (above half the largest error),
-        # and every row is judged again at the new estimate: a clean row comes back once the fit is.
-        errors = [np.linalg.norm(b, axis=-1) for b in rows_and_jacobian(problem, theta)[0]]
-        cut = max(outlier_threshold, 0.5 * max(float(e.max()) for e in errors))
-        new = [np.where(out, 0.0, np.where(e <= outlier_threshold, 1.0, np.where(e > cut, 0.0, m))) for e, m, out in zip(errors, masks, held_out)]
-        if all(np.array_equal(a, b) for a, b in zip(new, masks)) or round_ == max_rejection_rounds:
-            break
-        for b, (old, m) in enumerate(zip(masks, new)):
-            for i in np.flatnonzero((old > 0) & (m == 0)):
-                first_rejected.setdefault((b, int(i)), round_ + 1)
-        masks = new
-    rejections = [Rejection(b, i, float(errors[b][i]), outlier_threshold, r) for (b, i), r in sorted(first_rejected.items()) if masks[b][i] == 0]
+    theta, steps, converged, masks, rejections = _fit_rejecting(fit, problem, theta, masks, outlier_threshold, max_rejection_rounds)
     covariance, cost = laplace(problem, theta, masks, np.asarray(free_idx))
     return Solution(
         theta=theta,
         covariance=covariance,
         std=np.sqrt(np.diag(covariance)),
-        iterations=total_steps,
+        iterations=steps,
         converged=converged,
-        seconds=time.perf_counter() - started - compile_seconds,
+        seconds=time.perf_counter() - t0 - compile_seconds,
         compile_seconds=compile_seconds,
         cost=cost,
         masks=masks,
         rejections=rejections,
     )
+
+
+def _device(masks: list[np.ndarray]) -> list[jax.Array]:
+    return [jnp.asarray(m) for m in masks]
+
+
+def _fit_rejecting(fit: Callable, problem: MapProblem, theta: np.ndarray, masks: list[np.ndarray], threshold: float | None, max_rounds: int):
+    """(theta, steps, converged, masks, rejections): `fit(theta, masks)` (the compiled
+    solver), then, with a `threshold`, rounds of rejecting rows whose whitened error norm exceeds
+    it and fitting again, up to `max_rounds` times. The caller's zero rows stay out whatever the
+    rounds say.
+
+    A gross outlier drags the least-squares fit and pushes clean rows over the threshold too, so
+    each round rejects only the clearly worst rows (above half the largest error), and every row
+    is judged again at the new estimate: a clean row comes back once the fit is."""
+    held_out = [m == 0 for m in masks]
+    first_rejected: dict[tuple[int, int], int] = {}
+    errors: list[np.ndarray] = []
+    total_steps = 0
+    for round_ in range(max_rounds + 1):
+        value, steps, ok = fit(theta, masks)
+        theta, total_steps, converged = np.asarray(value), total_steps + int(steps), bool(ok)
+        if threshold is None:
+            break
+        errors = [np.linalg.norm(b, axis=-1) for b in rows_and_jacobian(problem, theta)[0]]
+        cut = max(threshold, 0.5 * max(float(e.max()) for e in errors))
+        new = [np.where(out, 0.0, np.where(e <= threshold, 1.0, np.where(e > cut, 0.0, m))) for e, m, out in zip(errors, masks, held_out)]
+        if all(np.array_equal(a, b) for a, b in zip(new, masks)) or round_ == max_rounds:
+            break
+        for b, (old, m) in enumerate(zip(masks, new)):
+            for i in np.flatnonzero((old > 0) & (m == 0)):
+                first_rejected.setdefault((b, int(i)), round_ + 1)
+        masks = new
+    rejections = [Rejection(b, i, float(errors[b][i]), threshold, r) for (b, i), r in sorted(first_rejected.items()) if masks[b][i] == 0]
+    return theta, total_steps, converged, masks, rejections
 
 
 def laplace(problem: MapProblem, theta: np.ndarray, masks: list[np.ndarray], free: np.ndarray | None = None) -> tuple[np.ndarray, float]:
