@@ -21,7 +21,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
-from robocal.kinematics.tree import MAX_ORIGIN_VALUE, Joint, KinematicTree, Mimic, Origin
+from robocal.kinematics.tree import MAX_ORIGIN_VALUE, Joint, KinematicTree, Mimic, Origin, OriginKind
 from robocal.validation import Strict, load_yaml_model
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
@@ -126,7 +126,7 @@ def load_dh(path: str | Path) -> KinematicTree:
     """Kinematic tree of a DH table file."""
     path = Path(path)
     table = load_yaml_model(path, DHTable)
-    kind = "mdh" if table.convention == "modified" else "dh"
+    kind: OriginKind = "mdh" if table.convention == "modified" else "dh"
     joints: list[Joint] = []
     tips = []
     for chain in table.chains:
@@ -147,8 +147,8 @@ def load_dh(path: str | Path) -> KinematicTree:
                 origin = Origin("mdh", (t.d, t.theta, t.a, t.alpha)) if t else Origin("mdh", (0.0, 0.0, 0.0, 0.0))
             elif chain.tip is not None and any((chain.tip.d, chain.tip.theta, chain.tip.a, chain.tip.alpha)):
                 raise InputError(path, f"chain '{chain.name}': in the standard convention the tip is the last row's frame; give no tip values")
-            else:
-                origin = pending
+            else:  # the last row's frame; a chain without rows ends at its base
+                origin = pending if pending is not None else Origin("dh", (0.0, 0.0, 0.0, 0.0))
             joints.append(Joint(f"{tip_name}_joint", "fixed", parent, tip_name, origin))
             tips.append(tip_name)
     return KinematicTree(table.name, table.root, tuple(joints), source=path, source_kind="dh", end_effectors=tuple(tips))

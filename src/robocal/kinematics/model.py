@@ -33,7 +33,7 @@ from robocal.errors import RobocalError
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.sensors import JointSensors
 from robocal.kinematics.tree import LENGTH_COORDINATES, KinematicTree
-from robocal.parameters import Parameter
+from robocal.parameters import Kind, Parameter
 
 Mode = Literal["none", "joint_offsets", "full", "dh", "xyzrpy"]
 MODES: tuple[str, ...] = ("none", "joint_offsets", "full", "dh", "xyzrpy")
@@ -77,9 +77,9 @@ class RobotModel:
                 if sensors is not None:
                     raise RobocalError(f"joint '{name}': with joint sensors the offset is the sensor model's `{name}.offset`; give it no joint_offsets")
                 if not joint.actuated:
-                    raise RobocalError(f"joint '{name}' is not actuated ({'fixed' if not joint.moves else 'mimics ' + joint.mimic.joint}); joint_offsets needs an actuated joint")
+                    raise RobocalError(f"joint '{name}' is not actuated ({'fixed' if not joint.moves or joint.mimic is None else 'mimics ' + joint.mimic.joint}); joint_offsets needs an actuated joint")
                 offset_idx[tree.actuated.index(name)] = len(params)
-                kind = "translation" if joint.type == "prismatic" else "joint_offset"
+                kind: Kind = "translation" if joint.type == "prismatic" else "joint_offset"
                 params.append(Parameter(f"{name}.offset", kind, 0.0, unit="m" if kind == "translation" else "rad"))
                 moves.append(driven_by(name))
             elif mode == "full":
@@ -120,8 +120,8 @@ class RobotModel:
         if sensors is not None:
             self._sensor_nominal = np.concatenate([sensors.offsets[:, None], sensors.gains], axis=1)
         self._native_base = np.array([np.pad(j.origin.values, (0, 6 - len(j.origin.values))) for j in tree.joints])
-        self._has_full = (full_idx >= 0).any(axis=1)
-        self._has_native = (native_idx >= 0).any(axis=1)
+        self._has_full = np.asarray((full_idx >= 0).any(axis=1))
+        self._has_native = np.asarray((native_idx >= 0).any(axis=1))
         self._constant_origin = [j.origin.matrix() for j in tree.joints]  # NumPy
         self._drivers = {j.name: tree.driver(j.name) for j in tree.joints if j.moves}
 

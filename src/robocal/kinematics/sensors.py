@@ -77,7 +77,7 @@ class JointSensors:
 
     def parameters(self) -> list[tuple[Parameter, int, int | None]]:
         """(parameter, joint row, sensor column or None for the offset), joint by joint."""
-        out = []
+        out: list[tuple[Parameter, int, int | None]] = []
         unit = f"rad/{self.spec.raw_unit}"
         for k, joint in enumerate(self.joints):
             out.append((Parameter(f"{joint}.offset", "joint_offset", float(self.offsets[k]), unit="rad"), k, None))
@@ -88,7 +88,7 @@ class JointSensors:
     def driven_by(self, joints) -> tuple[str, ...]:
         """The sensors that drive any of `joints` (the data columns they need), in sensor order."""
         rows = [self.joints.index(j) for j in joints]
-        used = self.terms[rows].any(axis=0) if rows else np.zeros(len(self.sensors), bool)
+        used = np.asarray(self.terms[rows].any(axis=0)) if rows else np.zeros(len(self.sensors), bool)
         return tuple(s for s, u in zip(self.sensors, used) if u)
 
     def with_values(self, offsets: np.ndarray, gains: np.ndarray) -> JointSensors:
@@ -101,12 +101,13 @@ class JointSensors:
 
     def write(self, path: Path, header: str = "") -> None:
         """The sensor file, in the format `load` reads."""
-        body = {"name": self.spec.name, "raw_unit": self.spec.raw_unit, "sensors": list(self.sensors), "joints": {}}
+        joints: dict[str, dict[str, float | dict[str, float]]] = {}
+        body = {"name": self.spec.name, "raw_unit": self.spec.raw_unit, "sensors": list(self.sensors), "joints": joints}
         for k, joint in enumerate(self.joints):
-            entry = {"offset": float(self.offsets[k])}
+            entry: dict[str, float | dict[str, float]] = {"offset": float(self.offsets[k])}
             if self.terms[k].any():
                 entry["gains"] = {self.sensors[s]: float(self.gains[k, s]) for s in np.flatnonzero(self.terms[k])}
-            body["joints"][joint] = entry
+            joints[joint] = entry
         path.write_text(header + yaml.safe_dump(body, sort_keys=False))
 
     def joint_values(self, raw: np.ndarray) -> np.ndarray:

@@ -160,7 +160,7 @@ def _joint(path: Path, el, links: dict[str, int]) -> Joint:
             raise InputError(path, f"joint '{name}': <mimic> needs joint='...'", line=mimic_el.sourceline)
         mimic = Mimic(mimic_el.get("joint"), _float(path, mimic_el, "multiplier", 1.0), _float(path, mimic_el, "offset", 0.0))
     return Joint(name=name, type=kind, parent=ends["parent"], child=ends["child"], origin=Origin("xyzrpy", xyz + rpy),
-                 axis=tuple(float(a) for a in axis), mimic=mimic, limits=limits)
+                 axis=(float(axis[0]), float(axis[1]), float(axis[2])), mimic=mimic, limits=limits)
 
 
 def _topological(path: Path, root: str, joints: dict[str, Joint]) -> tuple[Joint, ...]:
@@ -208,7 +208,10 @@ def write_calibrated_urdf(source: str | Path, destination: str | Path, origins: 
     if missing:
         raise InputError(source, f"no joint named {', '.join(sorted(missing))}")
     raw = source.read_bytes()
-    start, end = re.search(rb"<robot[\s>/]", raw).start(), raw.rfind(b"</robot>")
+    opening = re.search(rb"<robot[\s>/]", raw)
+    if opening is None:
+        raise InputError(source, "no <robot> element")
+    start, end = opening.start(), raw.rfind(b"</robot>")
     body = etree.tostring(robot, encoding="UTF-8", with_tail=False)
     with open(destination, "wb") as handle:  # bytes outside <robot> (declaration, comments) verbatim
         handle.write(raw[:start] + body + (raw[end + len(b"</robot>") :] if end >= 0 else b"\n"))
@@ -222,7 +225,7 @@ def write_urdf(tree: KinematicTree, destination: str | Path, origins: dict[str, 
         etree.SubElement(robot, "link", name=link)
     for joint in tree.joints:
         el = etree.SubElement(robot, "joint", name=joint.name, type=joint.type)
-        if joint.name in (origins or {}):
+        if origins is not None and joint.name in origins:
             xyz, rpy = origins[joint.name]
         else:
             m = np.asarray(joint.origin.matrix())

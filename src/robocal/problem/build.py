@@ -14,7 +14,7 @@ from robocal.errors import InputError, RobocalError
 from robocal.frames import Frame, placement_matrix
 from robocal.geometry.links import load_geometry
 from robocal.kinematics.load import load_robot
-from robocal.kinematics.model import RobotModel
+from robocal.kinematics.model import Mode, RobotModel
 from robocal.kinematics.sensors import JointSensors
 from robocal.kinematics.tree import KinematicTree
 from robocal.measurements.base import BuildContext, Measurement, point_groups
@@ -28,7 +28,7 @@ from robocal.solver.map import rows_and_jacobian
 from robocal.validation import load_yaml_model, validate_mapping
 
 
-def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, str]:
+def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, Mode]:
     """Parameterization per joint: the default, then each pattern in order (later wins)."""
     modes = {j.name: config.default for j in tree.joints if config.default != "joint_offsets" or j.actuated}
     for pattern, mode in config.joints.items():
@@ -65,6 +65,7 @@ class Problem:
                 if getattr(config, key):
                     raise InputError(path, "needs a robot: give `robot:` (a URDF or DH table)", field=key)
         if config.task is not None:
+            assert self.tree is not None  # a task without a robot was refused above
             for key, link in [("reference", config.task.reference), *((f"tips[{i}]", tip) for i, tip in enumerate(config.task.tips))]:
                 if link is not None and not self.tree.has_link(link):
                     raise InputError(path, f"unknown link '{link}'", field=f"task.{key}")
@@ -75,12 +76,14 @@ class Problem:
         types = measurement_types()
         self.measurements: list[Measurement] = []
         for i, mc in enumerate(config.measurements):
-            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]", drive=drive_block)
-            kind = types[mc.type]
+            # robot is None without `robot:`, for the types with needs_robot = False; BuildContext.robot does not declare the None
+            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]", drive=drive_block)  # type: ignore[arg-type]
+            type_name: str = mc.type  # type: ignore[attr-defined]  # every registered Config has the field (register_measurement checks it); MeasurementConfig does not declare it
+            kind = types[type_name]
             if kind.needs_robot and self.robot is None:
-                raise ctx.error(f"a '{mc.type}' measurement needs a robot: give `robot:` (a URDF or DH table)", "type")
+                raise ctx.error(f"a '{type_name}' measurement needs a robot: give `robot:` (a URDF or DH table)", "type")
             if kind.needs_drive and drive_block is None:
-                raise ctx.error(f"a '{mc.type}' measurement needs a differential drive: give `drive:` (nominal wheel radii and wheelbase)", "type")
+                raise ctx.error(f"a '{type_name}' measurement needs a differential drive: give `drive:` (nominal wheel radii and wheelbase)", "type")
             self.measurements.append(kind(mc, ctx))
         if config.solver.outlier_threshold is not None:
             for m in self.measurements:
@@ -107,11 +110,12 @@ class Problem:
         if config.sensors is not None:
             if config.task is not None:
                 raise InputError(path, "a task samples joint configurations, which a robot read through raw sensors does not have; remove `task:`", field="task")
-            sensors = JointSensors.load(config.sensors if config.sensors.is_absolute() else path.parent / config.sensors, tree.actuated)
+            sensors_path = config.sensors if config.sensors.is_absolute() else path.parent / config.sensors
+            sensors = JointSensors.load(sensors_path, tree.actuated)
         inputs = sensors.sensors if sensors else tree.actuated
         for name in config.joint_values:
             if name not in inputs:
-                raise InputError(path, f"'{name}' is not {'a sensor of ' + sensors.source.name if sensors else 'an actuated joint of ' + robot_path.name}", field=f"joint_values.{name}")
+                raise InputError(path, f"'{name}' is not {'a sensor of ' + sensors_path.name if sensors else 'an actuated joint of ' + robot_path.name}", field=f"joint_values.{name}")
         try:
             return tree, RobotModel(tree, joint_modes(tree, config.parameters, path), fixed=[*config.parameters.fixed, *self.unidentifiable], sensors=sensors)
         except RobocalError as exc:
@@ -209,6 +213,9 @@ def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None 
     if config.parameters.select == "identifiable":
         # Dropping parameters leaves the nominal robot as it is, and so the frames guessed at it:
         # they are handed over instead of being guessed (and their FK compiled) a second time.
-        guessed = {name: frame.initial for name, frame in problem.frames.items()}
+        guessed: dict[str, np.ndarray] = {}
+        for name, frame in problem.frames.items():
+            assert frame.initial is not None  # Problem guesses every frame's initial pose or refuses the file
+            guessed[name] = frame.initial
         problem = Problem(config, path, guessed, unidentifiable_robot_parameters(problem))
     return problem

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import Field, create_model, model_validator
@@ -145,5 +145,5 @@ def problem_config() -> type[ProblemConfig]:
 
 @cache
 def _with_measurement_types(configs: tuple[type, ...]) -> type[ProblemConfig]:
-    entry = Annotated[Union[configs], Field(discriminator="type")]  # noqa: UP007 (a union built at run time)
+    entry: Any = Annotated[Union[configs], Field(discriminator="type")]  # noqa: UP007 (a union built at run time: a value, no static type)
     return create_model("ProblemConfig", __base__=ProblemConfig, measurements=(list[entry], Field(min_length=1)))  # type: ignore[call-overload]

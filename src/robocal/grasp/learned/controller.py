@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -32,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from robocal.errors import InputError
+from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.observation import ObservationConfig, observe
@@ -86,7 +87,8 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
     folder = Path(folder)
     if (folder / META).exists():
         meta = json.loads((folder / META).read_text())
-        observation = ObservationConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in meta["observation"].items()})
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in meta["observation"].items()}  # JSON values
+        observation = ObservationConfig(**fields)
         nets = {}
         for name in NETWORKS:
             like = skeleton(TrainConfig(**meta[name]), observation.grid, n_joints)
@@ -134,6 +136,8 @@ class LearnedEstimator:
         self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
 
     def estimate(self, q_d, q_m, tau_m) -> np.ndarray:
+        if self._head is None:
+            raise RobocalError("start() must be called before the controller is used")
         out = np.asarray(self._head(self._features, np.r_[self._fixed, q_d, tau_m]))
         wrench, scale = out[:6], float(np.logaddexp(0.0, out[6]))  # softplus
         force = np.linalg.norm(wrench[:3])
@@ -158,6 +162,8 @@ class LearnedPredictor:
         self._limit = situation.hand.effort
 
     def offsets(self, wrench) -> np.ndarray:
+        if self._head is None:
+            raise RobocalError("start() must be called before the controller is used")
         tau = np.asarray(self._head(self._features, np.r_[self._fixed, wrench]))
         return np.clip(tau, -self._limit, self._limit) / KP
 

@@ -90,7 +90,7 @@ def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
     target = shard_path(out, split, index)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial_file = target.with_name(f".{target.stem}.partial.npz")
-    np.savez_compressed(partial_file, **arrays)
+    np.savez_compressed(partial_file, **arrays)  # type: ignore[arg-type]  # numpy stubs: **arrays might also fill allow_pickle: bool
     os.replace(partial_file, target)
     return len(arrays["grasp"])
 

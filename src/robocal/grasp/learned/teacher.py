@@ -93,16 +93,18 @@ def grasp_samples(situation: GraspSituation, obj: GraspObject, rng: np.random.Ge
     model = linearized(situation)
     predictor = AnalyticalPredictor(MARGIN)
     predictor.start(situation)
+    delta0 = predictor.delta0
+    assert delta0 is not None  # set by predictor.start
     pose = np.asarray(situation.grasp.object_pose, dtype=float)
     q_init = np.asarray(situation.grasp.q_init, dtype=float)
     out: dict[str, list] = {k: [] for k in ("wrench", "wrench_cmd", "q_d", "tau_m", "tau_cmd")}
     rejected = 0
     for _ in range(n):
         w_cmd = sample_wrench(obj, pose, rng)
-        command, _ = torque_command(model, w_cmd, MARGIN, predictor.delta0)
+        command, _ = torque_command(model, w_cmd, MARGIN, delta0)
         for _ in range(MAX_DRAWS):
             w = sample_wrench(obj, pose, rng)
-            tau_m = equilibrium(model, command.q_offset, w, predictor.delta0)
+            tau_m = equilibrium(model, command.q_offset, w, delta0)
             if tau_m is not None:
                 break
             rejected += 1
