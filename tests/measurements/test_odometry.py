@@ -68,3 +68,12 @@ def test_odometry_without_a_drive_is_refused(tmp_path: Path) -> None:
     path.write_text("\n".join(path.read_text().splitlines()[1:]) + "\n")
     with pytest.raises(InputError, match="needs a differential drive"):
         load_problem(path)
+
+
+def test_joint_columns_without_a_robot_are_a_located_error(tmp_path: Path) -> None:
+    """`joints:` maps robot joints to data columns: a base-only problem has none (this was an
+    AttributeError on the missing robot)."""
+    path = problem_file(tmp_path)
+    path.write_text(path.read_text().replace("sigma_yaw: 0.002}", "sigma_yaw: 0.002, joints: {wheel: phi_left}}"))
+    with pytest.raises(InputError, match=r"field 'measurements\[0\]\.joints\.wheel': joint columns are given, but the problem has no `robot:`"):
+        load_problem(path)

@@ -35,7 +35,7 @@ class PlaneMeasurement(Measurement):
     error_label = "|distance to plane|"
 
     def __init__(self, config: PlaneConfig, ctx: BuildContext):
-        if not ctx.robot.tree.has_link(config.link):
+        if not ctx.model.tree.has_link(config.link):
             raise ctx.error(f"unknown link '{config.link}'", "link")
         super().__init__(config, ctx)
 

@@ -25,6 +25,7 @@ class MeasurementConfig(Strict):
     """Fields shared by every measurement entry of a problem file."""
 
     name: str
+    type: str = Field(description="the measurement type; each type's Config narrows it to its own name")
     data: Path
     sigma: Sigma = Field(description="standard deviation of one measured coordinate (SI)")
     joints: dict[str, str] = Field(default_factory=dict, description="joint name -> data column, where they differ")
@@ -35,7 +36,7 @@ class BuildContext:
     """What a measurement needs from its problem: files, the robot, frames, the parameter layout."""
 
     problem_path: Path
-    robot: RobotModel
+    robot: RobotModel | None  # None only for types with needs_robot = False, in a problem without `robot:`
     robot_block: slice
     frames: dict[str, Frame]
     joint_values: dict[str, float]
@@ -43,6 +44,14 @@ class BuildContext:
     geometry: dict = field(default_factory=dict)  # link -> tuple of LinkShape (robocal.geometry.links)
     config_field: str = ""  # e.g. "measurements[0]", for error messages
     drive: slice | None = None  # the problem's differential-drive parameters, if it has a `drive:`
+
+    @property
+    def model(self) -> RobotModel:
+        """The robot, for the measurement types that need one (`needs_robot`, the default): the
+        problem refuses them before they are built when it has no `robot:`."""
+        if self.robot is None:
+            raise self.error("this measurement needs a robot: give `robot:` (a URDF or DH table)", "type")
+        return self.robot
 
     def resolve(self, path: Path) -> Path:
         return path if path.is_absolute() else self.problem_path.parent / path
@@ -118,6 +127,8 @@ class Measurement(ABC):
 
     def __init__(self, config: MeasurementConfig, ctx: BuildContext):
         for joint in config.joints:
+            if ctx.robot is None:
+                raise ctx.error("joint columns are given, but the problem has no `robot:`", f"joints.{joint}")
             if joint not in ctx.robot.inputs:
                 raise ctx.error(f"'{joint}' is not an {'input sensor' if ctx.robot.sensors else 'actuated joint'} of the robot", f"joints.{joint}")
         self.config, self.ctx, self.name = config, ctx, config.name
@@ -211,7 +222,7 @@ class Measurement(ABC):
 
     def chain_joints(self) -> tuple[str, ...]:
         """The inputs (actuated joints, or raw sensors) that move `links()`: what each data row must give."""
-        return self.ctx.robot.inputs_for(self.links())
+        return self.ctx.model.inputs_for(self.links())
 
     def joint_matrix(self, table: Table) -> np.ndarray:
         """(n, n_inputs) input values from the table's columns of `chain_joints()`."""
@@ -221,7 +232,7 @@ class Measurement(ABC):
     def with_other_joints(self, values: np.ndarray) -> np.ndarray:
         """(n, n_inputs) input values: `values` (n, len(chain_joints())) for the inputs that move
         `links()`, the problem's `joint_values` (default 0) for the others."""
-        inputs = self.ctx.robot.inputs
+        inputs = self.ctx.model.inputs
         q = np.array([self.ctx.joint_values.get(name, 0.0) for name in inputs], dtype=float)
         q = np.tile(q, (len(values), 1))
         q[:, [inputs.index(name) for name in self.chain_joints()]] = values
@@ -229,7 +240,7 @@ class Measurement(ABC):
 
     def link_poses(self, theta, q, links: tuple[str, ...]):
         """Poses (n, len(links), 4, 4) of links in the robot root frame for each configuration."""
-        return self.ctx.robot.batch_link_poses(theta[self.ctx.robot_block], q, links)
+        return self.ctx.model.batch_link_poses(theta[self.ctx.robot_block], q, links)
 
     @staticmethod
     def read(path: Path) -> Table:

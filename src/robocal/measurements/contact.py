@@ -52,7 +52,7 @@ class ContactMeasurement(Measurement):
         for r, row in enumerate(names):
             for c, link in enumerate(row):
                 if link not in self.ctx.geometry:
-                    known = "unknown link" if not self.ctx.robot.tree.has_link(link) else "link without contact geometry (declare it under geometry:)"
+                    known = "unknown link" if not self.ctx.model.tree.has_link(link) else "link without contact geometry (declare it under geometry:)"
                     raise InputError(path, f"'{link}': {known}", line=int(table.lines[r]), field=self.config.pair_columns[c])
         keys = [tuple(sorted(row)) for row in names]
         if self.pairs is None:
@@ -96,7 +96,7 @@ class ContactMeasurement(Measurement):
         n = data["pair"].shape[0]
         values, jac = jnp.zeros(n), jnp.zeros((n, theta.shape[0]))
         for pair, group in zip(self.pairs, data["groups"]):
-            idx = self.ctx.robot_block.start + self.ctx.robot.parameters_affecting(pair)
+            idx = self.ctx.robot_block.start + self.ctx.model.parameters_affecting(pair)
 
             def row(sub, q, pair=pair, idx=idx):
                 return self._pair_distances(theta.at[idx].set(sub), q[None], pair)[0]

@@ -41,7 +41,7 @@ class DistanceMeasurement(Measurement):
 
     def __init__(self, config: DistanceConfig, ctx: BuildContext):
         for key, end in (("a", config.a), ("b", config.b)):
-            if end.link is not None and not ctx.robot.tree.has_link(end.link):
+            if end.link is not None and not ctx.model.tree.has_link(end.link):
                 raise ctx.error(f"unknown link '{end.link}'", f"{key}.link")
         if config.a.link is None and config.b.link is None:
             raise ctx.error("both points are fixed: at least one needs a `link`", "a.link")

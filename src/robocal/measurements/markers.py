@@ -64,7 +64,7 @@ class MarkerMeasurement(Measurement):
     error_label = "3D distance per point"
 
     def __init__(self, config: MarkersConfig, ctx: BuildContext):
-        if not ctx.robot.tree.has_link(config.link):
+        if not ctx.model.tree.has_link(config.link):
             raise ctx.error(f"unknown link '{config.link}'", "link")
         for key, name in (("frame", config.frame), ("orientation.body", config.orientation and config.orientation.body)):
             if name is not None and name not in ctx.frames:
@@ -118,7 +118,7 @@ class MarkerMeasurement(Measurement):
         for name in (self.config.frame, self.config.orientation.body if self.config.orientation else None):
             if name is not None:
                 blocks.append(ctx.frames[name].block)
-        own = [ctx.robot_block.start + ctx.robot.parameters_affecting(self.links())]
+        own = [ctx.robot_block.start + ctx.model.parameters_affecting(self.links())]
         own += [np.arange(b.start, b.stop) for b in blocks if b is not None]
         return np.concatenate(own).astype(int)
 

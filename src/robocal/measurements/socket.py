@@ -83,7 +83,7 @@ class SocketMeasurement(Measurement):
     independent_rows = False
 
     def __init__(self, config: SocketConfig, ctx: BuildContext):
-        if not ctx.robot.tree.has_link(config.link):
+        if not ctx.model.tree.has_link(config.link):
             raise ctx.error(f"unknown link '{config.link}'", "link")
         super().__init__(config, ctx)
         self.n_sockets = self.data["one_hot"].shape[1]
@@ -123,14 +123,14 @@ class SocketMeasurement(Measurement):
 
     def center(self, theta, q):
         """(3,) predicted ball center of one configuration, in the robot root frame."""
-        return self.ctx.robot.link_poses(theta[self.ctx.robot_block], q, self.links())[0, :3, 3]
+        return self.ctx.model.link_poses(theta[self.ctx.robot_block], q, self.links())[0, :3, 3]
 
     def points(self, theta, data):
         """(n, 3) predicted ball centers."""
         return jax.vmap(self.center, in_axes=(None, 0))(theta, data["q"])
 
     def own_parameters(self) -> np.ndarray:
-        return self.ctx.robot_block.start + self.ctx.robot.parameters_affecting(self.links())
+        return self.ctx.robot_block.start + self.ctx.model.parameters_affecting(self.links())
 
     def rows(self, theta, data):
         return rows_on_own_parameters(self, theta, data)

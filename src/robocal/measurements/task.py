@@ -39,7 +39,7 @@ class TaskMeasurement(Measurement):
 
     def __init__(self, config: TaskConfig, ctx: BuildContext):
         for i, link in enumerate([config.reference, *config.links]):
-            if not ctx.robot.tree.has_link(link):
+            if not ctx.model.tree.has_link(link):
                 raise ctx.error(f"unknown link '{link}'", "reference" if i == 0 else f"links[{i - 1}]")
         super().__init__(config, ctx)
 

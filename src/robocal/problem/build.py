@@ -77,8 +77,8 @@ class Problem:
         self.measurements: list[Measurement] = []
         for i, mc in enumerate(config.measurements):
             # robot is None without `robot:`, for the types with needs_robot = False; BuildContext.robot does not declare the None
-            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]", drive=drive_block)  # type: ignore[arg-type]
-            type_name: str = mc.type  # type: ignore[attr-defined]  # every registered Config has the field (register_measurement checks it); MeasurementConfig does not declare it
+            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]", drive=drive_block)
+            type_name = mc.type
             kind = types[type_name]
             if kind.needs_robot and self.robot is None:
                 raise ctx.error(f"a '{type_name}' measurement needs a robot: give `robot:` (a URDF or DH table)", "type")
