@@ -23,6 +23,7 @@ demo: install
 
 test: install-dev
 	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 clean:
