@@ -22,18 +22,13 @@ def shared_path(relative: str) -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _compilation_cache(tmp_path_factory):
     """One persistent compilation cache for the run, empty at its start (as on a clean CI
-    machine) and shared by the test processes (xdist workers) and the `robocal` subprocesses:
-    problems of the same structure (the hands of a study, the folds of a cross-validation, the
-    same example in two test files) compile once, not once per Problem or per process. JAX locks
-    the folder around reads and writes (robocal.runtime sets a size bound, which turns the lock on)."""
+    machine) and shared with the `robocal` subprocesses: problems of the same structure (the
+    hands of a study, the folds of a cross-validation) compile once, not once per Problem."""
     import os
 
     from robocal.runtime import enable_compilation_cache
 
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the run's folder, above each worker's own
-    os.environ["ROBOCAL_JAX_CACHE"] = str(root / "jax_cache")
+    os.environ["ROBOCAL_JAX_CACHE"] = str(tmp_path_factory.mktemp("jax_cache"))
     enable_compilation_cache()
 
 

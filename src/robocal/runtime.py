@@ -8,8 +8,6 @@ from pathlib import Path
 
 import jax
 
-CACHE_BYTES = 2 * 1024**3  # bytes; ROBOCAL_JAX_CACHE_BYTES overrides
-
 
 def enable_compilation_cache() -> Path:
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "robocal" / "jax"
@@ -20,8 +18,4 @@ def enable_compilation_cache() -> Path:
     # small ones together cost seconds, and reading one back takes about a millisecond).
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    # A bound on the folder (least recently used entries go first), and with it JAX's file lock
-    # around every read and write: fleet and service workers share one cache, and without the
-    # lock one process can read an entry another is still writing.
-    jax.config.update("jax_compilation_cache_max_size", int(os.environ.get("ROBOCAL_JAX_CACHE_BYTES", CACHE_BYTES)))
     return path
