@@ -40,6 +40,12 @@ class ParameterLayout:
         self.blocks[block] = slice(start, len(self.parameters))
         return self.blocks[block]
 
+    def set_nominal(self, block: str, values) -> None:
+        """Set the nominal (initial) values of a block's parameters, e.g. once the data that give
+        them are read."""
+        span = self.blocks[block]
+        self.parameters[span] = [replace(p, nominal=float(v)) for p, v in zip(self.parameters[span], values, strict=True)]
+
     def __len__(self) -> int:
         return len(self.parameters)
 

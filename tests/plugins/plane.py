@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
+from robocal.measurements.base import BuildContext, JointRows, Measurement, MeasurementConfig, data_container
 from robocal.validation import Vec3
 
 PLANE_COLUMNS = ("normal_x", "normal_y", "normal_z", "offset")
@@ -26,6 +26,14 @@ class PlaneConfig(MeasurementConfig):
     type: Literal["plane"]
     link: str = Field(description="link that carries the probe")
     point: Vec3 = Field((0.0, 0.0, 0.0), description="probe point in the link's frame (m)")
+
+
+@data_container
+class PlaneData(JointRows):
+    """q (n, n_inputs); normal (n, 3): unit normal of each row's plane; offset (n,): its offset (m)."""
+
+    normal: np.ndarray
+    offset: np.ndarray
 
 
 class PlaneMeasurement(Measurement):
@@ -45,13 +53,13 @@ class PlaneMeasurement(Measurement):
     def load(self, path: Path):
         table = self.read(path)
         plane = table.columns(list(PLANE_COLUMNS), what="plane column")
-        return {"q": self.joint_matrix(table), "normal": plane[:, :3] / np.linalg.norm(plane[:, :3], axis=1, keepdims=True), "offset": plane[:, 3]}, table.lines
+        return PlaneData(self.joint_matrix(table), plane[:, :3] / np.linalg.norm(plane[:, :3], axis=1, keepdims=True), plane[:, 3]), table.lines
 
     def signed_errors(self, theta, data) -> jnp.ndarray:
         """(n,) signed distance (m) of the probe point from each row's plane."""
-        pose = self.link_poses(theta, data["q"], self.links())[:, 0]
+        pose = self.link_poses(theta, data.q, self.links())[:, 0]
         p = pose[:, :3, :3] @ jnp.asarray(self.config.point) + pose[:, :3, 3]
-        return jnp.sum(data["normal"] * p, axis=1) - data["offset"]
+        return jnp.sum(data.normal * p, axis=1) - data.offset
 
     def rows(self, theta, data):
         return self.signed_errors(theta, data)[:, None] / self.config.sigma

@@ -59,8 +59,8 @@ def test_held_out_fingertips(fitted):
         data = m.load(sim.folder / "test.csv")[0]
         measured.append(measurement_errors(m, data, cal.estimate)[:, 0])
         link = m.config.link
-        predicted = batch_link_poses(problem.robot, cal.estimate, data["q"], (link,))[:, 0, :3, 3]
-        exact.append(np.linalg.norm(predicted - batch_link_poses(problem.robot, truth, data["q"], (link,))[:, 0, :3, 3], axis=1))
+        predicted = batch_link_poses(problem.robot, cal.estimate, data.q, (link,))[:, 0, :3, 3]
+        exact.append(np.linalg.norm(predicted - batch_link_poses(problem.robot, truth, data.q, (link,))[:, 0, :3, 3], axis=1))
     measured, exact = np.concatenate(measured), np.concatenate(exact)
     assert len(measured) == 5 * 200
     assert measured.max() < 0.005 and measured.mean() < 0.001

@@ -119,7 +119,7 @@ def test_calibrated_urdf_has_the_calibrated_kinematics_in_pinocchio(panda) -> No
     model = pin.buildModelFromUrdf(str(folder / "calibrated.urdf"))
     data, frame = model.createData(), model.getFrameId("ball_link", pin.BODY)
     assert [model.names[j] for j in range(1, 8)] == list(m.chain_joints())
-    for q, point in zip(m.data["q"], ours):
+    for q, point in zip(m.data.q, ours):
         qp = pin.neutral(model)
         qp[:7] = q[:7]  # the arm joints; the fingers do not move the ball
         pin.framesForwardKinematics(model, data, qp)

@@ -26,6 +26,7 @@ from robocal.analysis.task_error import task_errors
 from robocal.calibration import calibrate
 from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
+from robocal.measurements.contact import ContactData
 from robocal.problem import Problem, load_problem
 from robocal.report.console import step
 from robocal.report.html import figure_html, table_html, write_page
@@ -68,7 +69,7 @@ def _write_problem(out_dir: Path, model: str) -> Path:
     return path
 
 
-def _signed(problem: Problem, theta: np.ndarray, data: dict) -> np.ndarray:
+def _signed(problem: Problem, theta: np.ndarray, data: ContactData) -> np.ndarray:
     m = problem.measurements[0]
     return np.asarray(m.jitted("signed_distances")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
 
@@ -142,11 +143,11 @@ def _print_table(console: Console, table: list[dict]) -> None:
 # ---- report.html ----------------------------------------------------------------------------
 
 
-def _write_html(path: Path, table: list[dict], signed: dict, held_out: dict, fits: dict, truth: RobotModel, theta_true: np.ndarray) -> None:
+def _write_html(path: Path, table: list[dict], signed: dict, held_out: ContactData, fits: dict, truth: RobotModel, theta_true: np.ndarray) -> None:
     rows = [[r["model"], *(1e3 * r[k][s] for k, s in (("contact", "mean"), ("contact", "std"), ("contact", "max"), ("task", "mean"), ("task", "max")))] for r in table]
     summary = table_html(["model", "contact mean", "contact std", "contact max", "task mean", "task max"], rows, "errors in mm (as in Table I of the paper)")
     measurement = fits["nominal"][0].measurements[0]
-    pairs = [measurement.pairs[i] for i in held_out["pair"]]
+    pairs = [measurement.pairs[i] for i in held_out.pair]
     worst = int(np.argmax(np.abs(signed["nominal"])))
     sections = [
         ("Summary", summary),

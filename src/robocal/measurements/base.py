@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, dataclass_transform
 
 import jax
 import jax.numpy as jnp
@@ -58,6 +58,21 @@ class BuildContext:
 
     def error(self, message: str, field: str) -> InputError:
         return InputError(self.problem_path, message, field=f"{self.config_field}.{field}")
+
+
+@dataclass_transform(frozen_default=True)
+def data_container(cls):
+    """Class decorator: a measurement's data as a frozen dataclass registered as a JAX pytree
+    (jit, vmap and the row padding see its arrays as leaves). Each class states its fields'
+    shapes in its docstring; n is the number of data rows."""
+    return jax.tree_util.register_dataclass(dataclass(frozen=True)(cls))
+
+
+@data_container
+class JointRows:
+    """q (n, n_inputs): the robot's input values (actuated joints or raw sensors) of each row."""
+
+    q: np.ndarray
 
 
 def summarize(errors: np.ndarray) -> dict[str, float]:
@@ -118,6 +133,8 @@ class Measurement(ABC):
 
     type_name: ClassVar[str]
     Config: ClassVar[type[MeasurementConfig]]
+    data: Any  # the calibration data (the type's data container), set by `read_data`
+    lines: np.ndarray  # (n,) source line of each row
     error_label: ClassVar[str] = "error"
     headline: ClassVar[str] = "rms"  # the figure that before/after and `removed` are judged by
     independent_rows: ClassVar[bool] = True  # False: rows share estimates (e.g. a mean), so none may be dropped
@@ -126,13 +143,18 @@ class Measurement(ABC):
     needs_drive: ClassVar[bool] = False  # True: it needs the problem's `drive:`
 
     def __init__(self, config: MeasurementConfig, ctx: BuildContext):
+        """Checks the configuration against the problem (robot, frames) and adds the parameters
+        the type owns to `ctx.layout`; reads no file. `read_data` then loads the data."""
         for joint in config.joints:
             if ctx.robot is None:
                 raise ctx.error("joint columns are given, but the problem has no `robot:`", f"joints.{joint}")
             if joint not in ctx.robot.inputs:
                 raise ctx.error(f"'{joint}' is not an {'input sensor' if ctx.robot.sensors else 'actuated joint'} of the robot", f"joints.{joint}")
         self.config, self.ctx, self.name = config, ctx, config.name
-        self.data, self.lines = self.load(ctx.resolve(config.data))
+
+    def read_data(self) -> None:
+        """Load the configuration's data file into `data` and `lines` (the calibration data)."""
+        self.data, self.lines = self.load(self.ctx.resolve(self.config.data))
 
     @property
     def n(self) -> int:
@@ -143,8 +165,10 @@ class Measurement(ABC):
         """Links whose poses the model uses (decides which joint columns the data must have)."""
 
     @abstractmethod
-    def load(self, path: Path) -> tuple[dict, np.ndarray]:
-        """Data pytree (arrays with one leading row axis) and the source line of each row."""
+    def load(self, path: Path) -> tuple[Any, np.ndarray]:
+        """The data of a file (the type's data container; with `rows_first`, arrays with one
+        leading row axis) and the source line of each row. Used for the calibration data and for
+        held-out files alike."""
 
     @abstractmethod
     def rows(self, theta, data) -> jnp.ndarray:
@@ -217,8 +241,8 @@ class Measurement(ABC):
 
     @staticmethod
     def configurations(data) -> np.ndarray:
-        """(n, n_actuated) joint values of each row of a data pytree."""
-        return np.asarray(data["q"])
+        """(n, n_actuated) joint values of each row of a data container."""
+        return np.asarray(data.q)
 
     def chain_joints(self) -> tuple[str, ...]:
         """The inputs (actuated joints, or raw sensors) that move `links()`: what each data row must give."""

@@ -18,12 +18,35 @@ import numpy as np
 
 from robocal.errors import InputError, RobocalError
 from robocal.geometry.links import link_distance
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, point_groups
+from robocal.measurements.base import (
+    BuildContext,
+    JointRows,
+    Measurement,
+    MeasurementConfig,
+    data_container,
+    point_groups,
+)
 
 
 class ContactConfig(MeasurementConfig):
     type: Literal["contact"]
     pair_columns: tuple[str, str] = ("body_a", "body_b")
+
+
+@data_container
+class ContactGroup(JointRows):
+    """The rows of one body pair: q (n_k, n_inputs); index (n_k,): their places in file order."""
+
+    index: np.ndarray
+
+
+@data_container
+class ContactData:
+    """groups: one ContactGroup per body pair of the calibration data (`pairs`), in that order;
+    pair (n,): each row's pair, in file order."""
+
+    groups: tuple[ContactGroup, ...]
+    pair: np.ndarray
 
 
 class ContactMeasurement(Measurement):
@@ -62,15 +85,15 @@ class ContactMeasurement(Measurement):
                 raise InputError(path, f"pair {key} is not among the calibration data's pairs {self.pairs}", line=int(table.lines[r]), field=self.config.pair_columns[0])
         q = self.joint_matrix(table)
         pair = np.array([self.pairs.index(key) for key in keys])
-        groups = tuple({"q": q[pair == k], "index": np.flatnonzero(pair == k)} for k in range(len(self.pairs)))
-        return {"groups": groups, "pair": pair}, table.lines
+        groups = tuple(ContactGroup(q[pair == k], np.flatnonzero(pair == k)) for k in range(len(self.pairs)))
+        return ContactData(groups, pair), table.lines
 
     @staticmethod
-    def configurations(data) -> np.ndarray:
+    def configurations(data: ContactData) -> np.ndarray:
         """(n, n_actuated) joint values of the rows, in file order (the data hold them per pair)."""
-        q = np.empty((len(data["pair"]), data["groups"][0]["q"].shape[1]))
-        for group in data["groups"]:
-            q[np.asarray(group["index"])] = np.asarray(group["q"])
+        q = np.empty((len(data.pair), data.groups[0].q.shape[1]))
+        for group in data.groups:
+            q[np.asarray(group.index)] = np.asarray(group.q)
         return q
 
     def _pair_distances(self, theta, q, pair: tuple[str, str]):
@@ -82,9 +105,9 @@ class ContactMeasurement(Measurement):
 
     def signed_distances(self, theta, data):
         """(n,) signed distance of each row's pair at its joint values, in file order."""
-        out = jnp.zeros(data["pair"].shape[0])
-        for pair, group in zip(self.pairs, data["groups"]):
-            out = out.at[group["index"]].set(self._pair_distances(theta, group["q"], pair))
+        out = jnp.zeros(data.pair.shape[0])
+        for pair, group in zip(self._known_pairs(), data.groups):
+            out = out.at[group.index].set(self._pair_distances(theta, group.q, pair))
         return out
 
     def distances_and_jacobian(self, theta, data):
@@ -93,17 +116,17 @@ class ContactMeasurement(Measurement):
         alone (about half of a hand's parameters) and the rest of its row is zero. Each row is one
         scalar, so its gradient comes from one reverse pass (vectorized over the rows), about ten
         times cheaper than pushing a tangent per parameter forward."""
-        n = data["pair"].shape[0]
+        n = data.pair.shape[0]
         values, jac = jnp.zeros(n), jnp.zeros((n, theta.shape[0]))
-        for pair, group in zip(self.pairs, data["groups"]):
+        for pair, group in zip(self._known_pairs(), data.groups):
             idx = self.ctx.robot_block.start + self.ctx.model.parameters_affecting(pair)
 
             def row(sub, q, pair=pair, idx=idx):
                 return self._pair_distances(theta.at[idx].set(sub), q[None], pair)[0]
 
-            value, jac_k = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0))(theta[idx], group["q"])
-            values = values.at[group["index"]].set(value)
-            jac = jac.at[group["index"][:, None], idx[None, :]].set(jac_k)
+            value, jac_k = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0))(theta[idx], group.q)
+            values = values.at[group.index].set(value)
+            jac = jac.at[group.index[:, None], idx[None, :]].set(jac_k)
         return values, jac
 
     def rows(self, theta, data):
@@ -112,7 +135,7 @@ class ContactMeasurement(Measurement):
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
         """The contacts whose two bodies both belong to the mode."""
         pairs = self._known_pairs()
-        keep = np.array([all(belongs(link) for link in pairs[int(i)]) for i in np.asarray(self.data["pair"])], dtype=bool)
+        keep = np.array([all(belongs(link) for link in pairs[int(i)]) for i in np.asarray(self.data.pair)], dtype=bool)
         return blocks[keep, 0], point_groups(int(keep.sum()), 1, self.point_columns())
 
     def row_sigmas(self) -> np.ndarray:

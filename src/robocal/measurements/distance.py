@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig
+from robocal.measurements.base import BuildContext, JointRows, Measurement, MeasurementConfig, data_container
 from robocal.validation import Positive, Strict, Vec3
 
 
@@ -31,6 +31,13 @@ class DistanceConfig(MeasurementConfig):
     b: DistancePoint
     length: Positive | None = Field(None, description="known distance (m) for every row; else each row's `length_column`")
     length_column: str = "length"
+
+
+@data_container
+class DistanceData(JointRows):
+    """q (n, n_inputs); length (n,): the measured distance of each row (m)."""
+
+    length: np.ndarray
 
 
 class DistanceMeasurement(Measurement):
@@ -58,7 +65,7 @@ class DistanceMeasurement(Measurement):
             length = table.columns([self.config.length_column], what="length column")[:, 0]
         else:
             length = np.full(n, self.config.length)
-        return {"q": self.joint_matrix(table), "length": length}, table.lines
+        return DistanceData(self.joint_matrix(table), length), table.lines
 
     def points(self, theta, q) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Positions (n, 3) of points a and b in the robot root frame at configurations q (n, n_inputs)."""
@@ -76,8 +83,8 @@ class DistanceMeasurement(Measurement):
 
     def signed_errors(self, theta, data) -> jnp.ndarray:
         """(n,) predicted minus measured distance (m)."""
-        a, b = self.points(theta, data["q"])
-        return jnp.linalg.norm(a - b, axis=1) - data["length"]
+        a, b = self.points(theta, data.q)
+        return jnp.linalg.norm(a - b, axis=1) - data.length
 
     def rows(self, theta, data):
         return self.signed_errors(theta, data)[:, None] / self.config.sigma

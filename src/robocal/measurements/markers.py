@@ -19,7 +19,14 @@ from pydantic import Field
 
 from robocal.frames import kabsch
 from robocal.kinematics import transforms as tf
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters
+from robocal.measurements.base import (
+    BuildContext,
+    JointRows,
+    Measurement,
+    MeasurementConfig,
+    data_container,
+    rows_on_own_parameters,
+)
 from robocal.parameters import Parameter
 from robocal.validation import Sigma, Strict, Vec3
 
@@ -57,6 +64,15 @@ class MarkersConfig(MeasurementConfig):
     orientation: OrientationConfig | None = None
 
 
+@data_container
+class MarkerData(JointRows):
+    """q (n, n_inputs); points (n, m, 3): the m marker points of each row (m, in the measurement
+    frame); quaternion (n, 4): w, x, y, z of the marker body, where an orientation is measured."""
+
+    points: np.ndarray
+    quaternion: np.ndarray | None = None
+
+
 class MarkerMeasurement(Measurement):
     type_name = "markers"
     Config = MarkersConfig
@@ -86,10 +102,9 @@ class MarkerMeasurement(Measurement):
 
     def load(self, path: Path):
         table = self.read(path)
-        data = {"q": self.joint_matrix(table), "points": table.columns([c for p in self.config.points for c in p.columns]).reshape(len(table), -1, 3)}
-        if self.config.orientation is not None:
-            data["quaternion"] = table.columns(list(self.config.orientation.columns))
-        return data, table.lines
+        points = table.columns([c for p in self.config.points for c in p.columns]).reshape(len(table), -1, 3)
+        quaternion = None if self.config.orientation is None else table.columns(list(self.config.orientation.columns))
+        return MarkerData(self.joint_matrix(table), points, quaternion), table.lines
 
     def offsets(self, theta):
         """(m, 3) point offsets in the link (or marker body) frame."""
@@ -102,9 +117,9 @@ class MarkerMeasurement(Measurement):
     def _frame(self, name, theta):
         return jnp.eye(4) if name is None else self.ctx.frames[name].pose(theta)
 
-    def predict(self, theta, data):
+    def predict(self, theta, data: MarkerData):
         """Predicted points (n, m, 3) and marker-body rotations (n, 3, 3) in the measurement frame."""
-        link = self.link_poses(theta, data["q"], self.links())[:, 0]
+        link = self.link_poses(theta, data.q, self.links())[:, 0]
         world = self._frame(self.config.frame, theta) @ link
         body = self._frame(self.config.orientation.body if self.config.orientation else None, theta)
         world_body = world @ body
@@ -128,11 +143,11 @@ class MarkerMeasurement(Measurement):
     def own_rows(self, theta, data):
         points, rotations = self.predict(theta, data)
         n = points.shape[0]
-        rows = ((points - data["points"]) / self.config.sigma).reshape(n, -1)
-        if self.config.orientation is None:
+        rows = ((points - data.points) / self.config.sigma).reshape(n, -1)
+        if self.config.orientation is None or data.quaternion is None:
             return rows
         o = self.config.orientation
-        measured = jax.vmap(tf.quaternion_to_matrix)(data["quaternion"])
+        measured = jax.vmap(tf.quaternion_to_matrix)(data.quaternion)
         angle = jax.vmap(lambda rm, rp: tf.matrix_to_rotvec(rm.T @ rp))(measured, rotations)
         return jnp.concatenate([rows, angle * jnp.asarray(o.mask, dtype=float) / o.sigma], axis=1)
 
@@ -148,18 +163,18 @@ class MarkerMeasurement(Measurement):
 
     def errors(self, theta, data):
         points, _ = self.predict(theta, data)
-        return jnp.linalg.norm(points - data["points"], axis=-1)
+        return jnp.linalg.norm(points - data.points, axis=-1)
 
     def frame_guess(self, frame: str, theta: np.ndarray) -> np.ndarray | None:
         """Measurement frame from the data: alternate a Kabsch fit of the frame with a linear
         least-squares fit of the unknown point offsets (which start at their initial value)."""
         if frame != self.config.frame:
             return None
-        link = np.asarray(self.link_poses(jnp.asarray(theta), self.data["q"], self.links())[:, 0])
+        link = np.asarray(self.link_poses(jnp.asarray(theta), self.data.q, self.links())[:, 0])
         body = self.config.orientation.body if self.config.orientation else None
         if body is not None and self.ctx.frames[body].initial is not None:
             link = link @ self.ctx.frames[body].initial
-        measured = self.data["points"]
+        measured = self.data.points
         offsets = self.initial_offsets.copy()
         estimated = (self.offset_index >= 0).any(axis=1)
         transform = np.eye(4)

@@ -17,13 +17,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, NonNegativeInt
 
 from robocal.errors import RobocalError
 from robocal.io.intervals import read_intervals
-from robocal.measurements.base import BuildContext, ClosedForm, Measurement, MeasurementConfig, summarize
+from robocal.measurements.base import (
+    BuildContext,
+    ClosedForm,
+    Measurement,
+    MeasurementConfig,
+    data_container,
+    summarize,
+)
 from robocal.mobile import censi, se2
 from robocal.mobile.drive import DriveParameters, increment
 from robocal.parameters import Parameter
@@ -65,6 +73,15 @@ class OdometryConfig(MeasurementConfig):
     mocap: TrackingConfig | None = Field(None, description="`data` is a motion-capture recording, paired with the robot's log")
 
 
+@data_container
+class OdometryData:
+    """phi (n, 2): the left and right wheel rotations of each interval (rad); motion (n, 3): the
+    sensor's displacement x, y (m), yaw (rad) in its own frame."""
+
+    phi: np.ndarray
+    motion: np.ndarray
+
+
 class OdometryMeasurement(Measurement):
     type_name = "odometry"
     Config = OdometryConfig
@@ -77,7 +94,7 @@ class OdometryMeasurement(Measurement):
         super().__init__(config, ctx)
         self._closed_form: censi.CensiResult | None = None
         chosen = config.sensor.initial
-        initial = self.censi().sensor if chosen == "closed_form" else np.asarray(chosen, dtype=float)
+        initial = np.zeros(3) if chosen == "closed_form" else np.asarray(chosen, dtype=float)  # the closed form's once the data are read
         name, sc = config.sensor.name, config.sensor
         self.sensor_block = ctx.layout.add(
             f"sensor:{name}",
@@ -91,7 +108,14 @@ class OdometryMeasurement(Measurement):
     def links(self) -> tuple[str, ...]:
         return ()
 
-    def load(self, path: Path) -> tuple[dict, np.ndarray]:
+    def read_data(self) -> None:
+        """The intervals, and with `initial: closed_form` the sensor pose of Censi's closed form
+        on them as the sensor parameters' initial values."""
+        super().read_data()
+        if self.config.sensor.initial == "closed_form":
+            self.ctx.layout.set_nominal(f"sensor:{self.config.sensor.name}", self.censi().sensor)
+
+    def load(self, path: Path) -> tuple[OdometryData, np.ndarray]:
         self.source: dict = {}
         if self.config.mocap is None:
             intervals = read_intervals(path)
@@ -104,13 +128,13 @@ class OdometryMeasurement(Measurement):
 
             tracked = tracked_intervals(path, self.ctx.resolve(mc.log), body=mc.body, markers=mc.markers, wheels=mc.wheels, topic=mc.topic, interval=mc.interval, offset=offset)
             intervals, self.source = tracked.intervals, tracked.provenance()
-        return {"phi": intervals.phi, "motion": intervals.motion}, intervals.lines
+        return OdometryData(intervals.phi, intervals.motion), intervals.lines
 
     def censi(self) -> censi.CensiResult:
         """Censi's closed form on this measurement's data (computed once)."""
         if self._closed_form is None:
             trim = self.config.trim or TrimConfig(rounds=0)
-            self._closed_form = censi.calibrate(self.data["phi"][:, 0], self.data["phi"][:, 1], self.data["motion"], rounds=trim.rounds, fraction=trim.fraction)
+            self._closed_form = censi.calibrate(self.data.phi[:, 0], self.data.phi[:, 1], self.data.motion, rounds=trim.rounds, fraction=trim.fraction)
         return self._closed_form
 
     def closed_form(self, theta: np.ndarray) -> ClosedForm:
@@ -125,11 +149,11 @@ class OdometryMeasurement(Measurement):
 
     def predicted(self, theta, data):
         drive = DriveParameters(*(theta[i] for i in range(self.ctx.drive.start, self.ctx.drive.stop)))
-        base = increment(drive, data["phi"][:, 0], data["phi"][:, 1])
+        base = increment(drive, data.phi[:, 0], data.phi[:, 1])
         return se2.conjugate(theta[self.sensor_block], base)
 
     def difference(self, theta, data):
-        d = self.predicted(theta, data) - data["motion"]
+        d = self.predicted(theta, data) - data.motion
         return d.at[:, 2].set(se2.wrap(d[:, 2]))
 
     def rows(self, theta, data):
@@ -142,7 +166,7 @@ class OdometryMeasurement(Measurement):
         return jnp.linalg.norm(self.difference(theta, data)[:, :2], axis=-1, keepdims=True)
 
     def figures(self, data, theta, keep: np.ndarray | None = None) -> dict[str, float]:
-        d = np.asarray(self.jitted("difference")(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in data.items()}))
+        d = np.asarray(self.jitted("difference")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
         d = d if keep is None else d[keep]
         return summarize(np.linalg.norm(d[:, :2], axis=-1)) | {"yaw_rms": float(np.sqrt(np.mean(d[:, 2] ** 2)))}
 

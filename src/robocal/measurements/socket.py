@@ -18,7 +18,15 @@ from pydantic import Field, model_validator
 
 from robocal.errors import InputError
 from robocal.io.sockets import read_socket_folder
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, rows_on_own_parameters, summarize
+from robocal.measurements.base import (
+    BuildContext,
+    JointRows,
+    Measurement,
+    MeasurementConfig,
+    data_container,
+    rows_on_own_parameters,
+    summarize,
+)
 from robocal.validation import Positive, Sigma, Vec3
 
 
@@ -62,6 +70,13 @@ class SocketConfig(MeasurementConfig):
         return self
 
 
+@data_container
+class SocketData(JointRows):
+    """q (n, n_inputs); one_hot (n, K): row i's socket as a one-hot vector over the K sockets."""
+
+    one_hot: np.ndarray
+
+
 class SocketMeasurement(Measurement):
     """Residuals of a placement with sockets s = 0..K-1 (n rows, the ball center p_i of row i):
 
@@ -86,9 +101,10 @@ class SocketMeasurement(Measurement):
         if not ctx.model.tree.has_link(config.link):
             raise ctx.error(f"unknown link '{config.link}'", "link")
         super().__init__(config, ctx)
-        self.n_sockets = self.data["one_hot"].shape[1]
-        if config.positions is not None and len(config.positions) != self.n_sockets:
-            raise ctx.error(f"{len(config.positions)} positions for {self.n_sockets} sockets in {config.data}", "positions")
+
+    @property
+    def n_sockets(self) -> int:
+        return int(self.data.one_hot.shape[1])
 
     def links(self) -> tuple[str, ...]:
         return (self.config.link,)
@@ -107,7 +123,9 @@ class SocketMeasurement(Measurement):
             raise InputError(path, f"socket {k} has {counts[k]} configuration{'s' if counts[k] != 1 else ''}; a socket needs at least 2 to show a spread")
         if self.config.distance is not None and len(counts) < 2:
             raise InputError(path, "distance is given but the data hold only socket 0")
-        return {"q": q, "one_hot": np.eye(len(counts))[socket]}, lines
+        if self.config.positions is not None and len(self.config.positions) != len(counts):
+            raise self.ctx.error(f"{len(self.config.positions)} positions for {len(counts)} sockets in {self.config.data}", "positions")
+        return SocketData(q, np.eye(len(counts))[socket]), lines
 
     @staticmethod
     def _socket_ids(table) -> np.ndarray:
@@ -127,7 +145,7 @@ class SocketMeasurement(Measurement):
 
     def points(self, theta, data):
         """(n, 3) predicted ball centers."""
-        return jax.vmap(self.center, in_axes=(None, 0))(theta, data["q"])
+        return jax.vmap(self.center, in_axes=(None, 0))(theta, data.q)
 
     def own_parameters(self) -> np.ndarray:
         return self.ctx.robot_block.start + self.ctx.model.parameters_affecting(self.links())
@@ -149,7 +167,7 @@ class SocketMeasurement(Measurement):
             p = self.center(theta.at[idx].set(sub), q)
             return p, p
 
-        jac_p, p = jax.vmap(jax.jacrev(center, has_aux=True), in_axes=(None, 0))(theta[idx], data["q"])  # (n, 3, m), (n, 3)
+        jac_p, p = jax.vmap(jax.jacrev(center, has_aux=True), in_axes=(None, 0))(theta[idx], data.q)  # (n, 3, m), (n, 3)
 
         def rows_of(points):
             return self._rows_of_points(points, data)
@@ -160,7 +178,7 @@ class SocketMeasurement(Measurement):
         return rows_of(p), jax.vmap(push, in_axes=2, out_axes=2)(jac_p)
 
     def _rows_of_points(self, p, data):
-        one_hot, cfg = data["one_hot"], self.config
+        one_hot, cfg = data.one_hot, self.config
         centers = jnp.asarray(cfg.positions) if cfg.positions is not None else _means(p, one_hot)
         rows = (p - one_hot @ centers) / cfg.sigma
         if cfg.distance is None:
@@ -183,7 +201,7 @@ class SocketMeasurement(Measurement):
     def errors(self, theta, data):
         """(n, 1) distance of each predicted ball center from its socket's mean."""
         p = self.points(theta, data)
-        return jnp.linalg.norm(p - data["one_hot"] @ _means(p, data["one_hot"]), axis=1)[:, None]
+        return jnp.linalg.norm(p - data.one_hot @ _means(p, data.one_hot), axis=1)[:, None]
 
     def predicted_points(self, data, theta) -> np.ndarray:
         return np.asarray(self.jitted("points")(jnp.asarray(theta), jax.tree.map(jnp.asarray, data)))
@@ -191,7 +209,7 @@ class SocketMeasurement(Measurement):
     def figures(self, data, theta, keep=None) -> dict[str, float]:
         """MAE and distortion (the README's definitions) besides the error statistics; every row
         counts (the rows share the socket means), so `keep` must keep them all."""
-        p, one_hot = self.predicted_points(data, theta), np.asarray(data["one_hot"])
+        p, one_hot = self.predicted_points(data, theta), np.asarray(data.one_hot)
         means = _means(p, one_hot)
         spread = np.linalg.norm(p - one_hot @ means, axis=1)
         out = {"mae": float(spread.mean()), **summarize(spread)}
@@ -204,7 +222,7 @@ class SocketMeasurement(Measurement):
         before calibration in the left half, after in the right (each half on its own scale)."""
         from matplotlib.figure import Figure
 
-        one_hot = np.asarray(self.data["one_hot"])
+        one_hot = np.asarray(self.data.one_hot)
         fig = Figure(figsize=(12, 2.9 * self.n_sockets))
         axes = fig.subplots(self.n_sockets, 4, squeeze=False)
         for label, theta, columns in (("before", before, (0, 1)), ("after", after, (2, 3))):

@@ -15,7 +15,14 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from robocal.measurements.base import BuildContext, Measurement, MeasurementConfig, point_groups
+from robocal.measurements.base import (
+    BuildContext,
+    JointRows,
+    Measurement,
+    MeasurementConfig,
+    data_container,
+    point_groups,
+)
 
 
 class TaskConfig(MeasurementConfig):
@@ -29,6 +36,14 @@ def task_vectors(poses, links_count: int):
     """(n, F, 3) positions of links 1..F relative to link 0, from poses (n, F + 1, 4, 4)."""
     positions = poses[:, :, :3, 3]
     return positions[:, 1 : links_count + 1] - positions[:, :1]
+
+
+@data_container
+class TaskData(JointRows):
+    """q (n, n_inputs); relative (n, k, 3): each of the k links' measured position relative to
+    the reference link, in the reference link's frame (m)."""
+
+    relative: np.ndarray
 
 
 class TaskMeasurement(Measurement):
@@ -52,14 +67,14 @@ class TaskMeasurement(Measurement):
     def load(self, path: Path):
         table = self.read(path)
         relative = table.columns(self.column_names(), what="position column").reshape(len(table), -1, 3)
-        return {"q": self.joint_matrix(table), "relative": relative}, table.lines
+        return TaskData(self.joint_matrix(table), relative), table.lines
 
     def predict(self, theta, data):
-        return task_vectors(self.link_poses(theta, data["q"], self.links()), len(self.config.links))
+        return task_vectors(self.link_poses(theta, data.q, self.links()), len(self.config.links))
 
     def rows(self, theta, data):
-        n = data["q"].shape[0]
-        return ((self.predict(theta, data) - data["relative"]) / self.config.sigma).reshape(n, -1)
+        n = data.q.shape[0]
+        return ((self.predict(theta, data) - data.relative) / self.config.sigma).reshape(n, -1)
 
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
         """The vectors between the tips that belong to the mode, re-referenced to the reference
@@ -78,4 +93,4 @@ class TaskMeasurement(Measurement):
         return np.full(3 * len(self.config.links), self.config.sigma)
 
     def errors(self, theta, data):
-        return jnp.linalg.norm(self.predict(theta, data) - data["relative"], axis=-1)
+        return jnp.linalg.norm(self.predict(theta, data) - data.relative, axis=-1)

@@ -84,7 +84,9 @@ class Problem:
                 raise ctx.error(f"a '{type_name}' measurement needs a robot: give `robot:` (a URDF or DH table)", "type")
             if kind.needs_drive and drive_block is None:
                 raise ctx.error(f"a '{type_name}' measurement needs a differential drive: give `drive:` (nominal wheel radii and wheelbase)", "type")
-            self.measurements.append(kind(mc, ctx))
+            measurement = kind(mc, ctx)  # the configuration checked against the robot, frames and layout
+            measurement.read_data()
+            self.measurements.append(measurement)
         if config.solver.outlier_threshold is not None:
             for m in self.measurements:
                 if not m.independent_rows:
