@@ -1,5 +1,6 @@
 """The package's shape, checked on its source: imports form no circle (counting the imports made
-inside functions, which only hide a circle from Python), no module is over 500 lines and no
+inside functions, which only hide a circle from Python, and those for annotations under
+`if TYPE_CHECKING:`, which hide one from the reader), no module is over 500 lines and no
 function of the core (kinematics, solver, measurements, problem) is over 80 lines."""
 
 from __future__ import annotations
@@ -20,14 +21,10 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def runtime_imports(tree: ast.Module, package: str) -> list[str]:
-    """The dotted names an import statement anywhere in the module brings in, except those under
-    `if TYPE_CHECKING:` (annotations only, never executed)."""
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING" for n in ast.walk(node)}
+def imports(tree: ast.Module, package: str) -> list[str]:
+    """The dotted names an import statement anywhere in the module brings in."""
     names = []
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -52,7 +49,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in found.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets = {resolve(n) for n in runtime_imports(ast.parse(path.read_text()), package) if n.startswith("robocal")}
+        targets = {resolve(n) for n in imports(ast.parse(path.read_text()), package) if n.startswith("robocal")}
         graph[name] = {t for t in targets if t is not None and t != name and not name.startswith(t + ".")}
     return graph
 

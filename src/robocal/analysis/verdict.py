@@ -36,14 +36,34 @@ Default thresholds and their reasoning are the field descriptions of `VerdictCon
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
 from robocal.problem.schema import VerdictConfig
 
 if TYPE_CHECKING:
-    from robocal.calibration import Calibration
+    from robocal.analysis.identifiability import Identifiability
+    from robocal.problem.build import Problem
+    from robocal.solver.map import Solution
+
+
+class Judged(Protocol):
+    """What the verdict reads of a calibration (robocal.calibration.Calibration is one): the
+    verdict sits below the workflow that produces it and imports nothing of it."""
+
+    @property
+    def problem(self) -> Problem: ...
+    @property
+    def solution(self) -> Solution: ...
+    @property
+    def identifiability(self) -> Identifiability: ...
+    @property
+    def crossval(self) -> dict | None: ...
+    @property
+    def metrics(self) -> list[dict]: ...
+    def parameters(self) -> list[dict]: ...
+
 
 Level = Literal["ok", "warning", "fail"]  # of a verdict
 LEVELS = ("ok", "warning", "fail")
@@ -88,7 +108,7 @@ def _length(value: float, unit: str) -> str:
     return f"{value * 1e3:.3g} mm" if unit == "m" else f"{np.degrees(value):.3g} deg" if unit == "rad" else f"{value:.3g} {unit}"
 
 
-def solver_findings(cal: Calibration) -> list[Finding]:
+def solver_findings(cal: Judged) -> list[Finding]:
     s, limit = cal.solution, cal.problem.config.solver.max_iterations
     evidence = {"iterations": s.iterations, "max_iterations": limit, "cost": s.cost}
     out = []
@@ -105,7 +125,7 @@ def solver_findings(cal: Calibration) -> list[Finding]:
     return out
 
 
-def unheld_directions(cal: Calibration) -> int:
+def unheld_directions(cal: Judged) -> int:
     """How many directions of the data's kernel no prior holds either: the rank deficiency of the
     prior precision restricted to the kernel, N^T P N (N: orthonormal kernel basis)."""
     basis = cal.identifiability.basis
@@ -116,7 +136,7 @@ def unheld_directions(cal: Calibration) -> int:
     return int((w <= 1e-12 * max(float(w.max()), 1e-300)).sum())
 
 
-def identifiability_findings(cal: Calibration) -> list[Finding]:
+def identifiability_findings(cal: Judged) -> list[Finding]:
     """What the data do not determine: a note where the priors hold it, a warning where nothing does."""
     ident, out = cal.identifiability, []
     if ident.kernel:
@@ -134,7 +154,7 @@ def identifiability_findings(cal: Calibration) -> list[Finding]:
     return out
 
 
-def parameter_findings(cal: Calibration, cfg: VerdictConfig) -> list[Finding]:
+def parameter_findings(cal: Judged, cfg: VerdictConfig) -> list[Finding]:
     """Sizes of the parameter changes (robot model only for plausibility) and their determination."""
     model = cal.problem.model_parameters()
     implausible, beyond, weak = [], [], []
@@ -164,7 +184,7 @@ def parameter_findings(cal: Calibration, cfg: VerdictConfig) -> list[Finding]:
     return out
 
 
-def residual_findings(cal: Calibration, cfg: VerdictConfig) -> list[Finding]:
+def residual_findings(cal: Judged, cfg: VerdictConfig) -> list[Finding]:
     out = []
     for m in cal.metrics:
         fit = m["fit_per_residual"]
@@ -187,7 +207,7 @@ def unstable_parameters(spread: list[dict], cfg: VerdictConfig, most: int = 5) -
     return (beyond or ranked)[:most]
 
 
-def crossval_findings(cal: Calibration, crossval: dict, cfg: VerdictConfig) -> list[Finding]:
+def crossval_findings(cal: Judged, crossval: dict, cfg: VerdictConfig) -> list[Finding]:
     """Findings of a cross-validation (`CrossValidation.report()`): per measurement, held-out rms
     of the calibrated model against the nominal one's and against the training rms."""
     training = {m["name"]: m["after"]["rms"] for m in cal.metrics}
@@ -220,7 +240,7 @@ def held_out_verdict(headline: str, held_out: list[dict], warnings: list[dict]) 
     return Verdict(tuple(findings + [Finding(w["kind"], "warning", w["message"], {"evidence": w["evidence"]}) for w in warnings]))
 
 
-def judge(cal: Calibration, cfg: VerdictConfig | None = None) -> Verdict:
+def judge(cal: Judged, cfg: VerdictConfig | None = None) -> Verdict:
     """The verdict on a calibration from what it holds (no further solve): with a cross-validation
     (`cal.crossval`, from `calibrate --crossval`) its findings too."""
     cfg = cfg or VerdictConfig()
