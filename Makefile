@@ -22,6 +22,7 @@ demo: install
 	$(BIN)/robocal demo
 
 test: install-dev
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile

@@ -84,8 +84,12 @@ def main() -> None:
     wall, cpu = np.array(cycles).T
     median, q99 = statistics.median(wall), float(np.quantile(wall, 0.99))
     print(f"grid {args.grid}^3, {origin}: encoding once per grasp {statistics.median(encodings) * 1e3:.2f} ms (median of {args.grasps} grasps)")
-    print(f"control cycle (estimator + predictor, batch 1): median {median * 1e3:.3f} ms, 99th percentile {q99 * 1e3:.3f} ms over {len(cycles)} cycles; target {TARGET * 1e3:.0f} ms -> ratio {median / TARGET:.2f}")
-    print(f"CPU time of this process per cycle (what the cycle costs on a core shared with other work): median {statistics.median(cpu) * 1e3:.3f} ms, mean {cpu.mean() * 1e3:.3f} ms")
+    print(
+        f"control cycle (estimator + predictor, batch 1): median {median * 1e3:.3f} ms, 99th percentile {q99 * 1e3:.3f} ms over {len(cycles)} cycles; target {TARGET * 1e3:.0f} ms -> ratio {median / TARGET:.2f}"
+    )
+    print(
+        f"CPU time of this process per cycle (what the cycle costs on a core shared with other work): median {statistics.median(cpu) * 1e3:.3f} ms, mean {cpu.mean() * 1e3:.3f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -61,7 +61,9 @@ def main() -> None:
         server.terminate()
         server.wait()
     print(f"{args.stations} stations x {args.uploads} uploads of {args.size} B: {len(load.answers)} stored, {len(load.errors)} errors, {wall:.1f} s")
-    print(f"upload latency: p50 {1e3 * load.percentile(50):.0f} ms, p95 {1e3 * load.percentile(95):.0f} ms, max {1e3 * max(load.latencies, default=float('nan')):.0f} ms")
+    print(
+        f"upload latency: p50 {1e3 * load.percentile(50):.0f} ms, p95 {1e3 * load.percentile(95):.0f} ms, max {1e3 * max(load.latencies, default=float('nan')):.0f} ms"
+    )
     for error in load.errors[:5]:
         print("error:", error)
 

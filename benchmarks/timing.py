@@ -23,6 +23,7 @@ def report_solve(name: str, problem: Problem, target_seconds: float, repeats: in
     """Print parameters, rows, iterations, compile time (first solve of the process) and the
     median warm solve time over `repeats`, with its ratio to the target."""
     cfg = problem.config.solver
+
     def run():
         return solve(problem.map_problem, problem.theta0, max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
 

@@ -40,7 +40,9 @@ def main(problem_path: str) -> None:
     enable_compilation_cache()
 
     def phase(name: str, started: float) -> None:
-        print(f"{name:10s} {time.perf_counter() - started:7.2f} s  traces {counts[TRACE]:3d} ({seconds[TRACE]:.2f} s)  XLA compilations {counts[COMPILE]:3d} ({seconds[COMPILE]:.2f} s)  cache hits {counts[HIT]}")
+        print(
+            f"{name:10s} {time.perf_counter() - started:7.2f} s  traces {counts[TRACE]:3d} ({seconds[TRACE]:.2f} s)  XLA compilations {counts[COMPILE]:3d} ({seconds[COMPILE]:.2f} s)  cache hits {counts[HIT]}"
+        )
         counts.clear(), seconds.clear()
 
     started = time.perf_counter()
@@ -54,6 +56,7 @@ def main(problem_path: str) -> None:
         write_results(cal, Path(out))
     phase("write", started)
     print("after:", {m["name"]: m["after"] for m in cal.metrics})
+
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -93,7 +93,9 @@ def test_calibrating_the_urdf_is_calibrating_the_problem(arm, monkeypatch, capsy
 )
 def test_a_bad_description_is_a_located_error(arm, tmp_path, body, message):
     urdf = tmp_path / "arm.urdf"
-    urdf.write_text(URDF.replace("</robot>", f'<robocal:calibration xmlns:robocal="urn:robocal:description:1" version="1">{body}</robocal:calibration>\n</robot>'))
+    urdf.write_text(
+        URDF.replace("</robot>", f'<robocal:calibration xmlns:robocal="urn:robocal:description:1" version="1">{body}</robocal:calibration>\n</robot>')
+    )
     with pytest.raises(InputError, match=message) as info:
         load_problem(urdf)
     assert str(urdf) in str(info.value)

@@ -92,7 +92,12 @@ def fore(hand_file, tmp_path_factory):
 
     def problem(name: str, data: str, priors: dict, solver: dict):
         path = write_problem(
-            folder / f"{name}.yaml", robot=str(hand_file), parameters={"joints": {"fore_q?": "dh"}}, priors=priors, solver=solver, measurements=[markers(tip, data)]
+            folder / f"{name}.yaml",
+            robot=str(hand_file),
+            parameters={"joints": {"fore_q?": "dh"}},
+            priors=priors,
+            solver=solver,
+            measurements=[markers(tip, data)],
         )
         return load_problem(path)
 

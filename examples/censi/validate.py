@@ -21,13 +21,23 @@ from robocal.problem.schema import SolverConfig
 HERE = Path(__file__).resolve().parent
 LOGS = ("lstraight", "l90", "lmov")
 # published key -> (our parameter, factor from our value to theirs)
-PUBLISHED = {"axle": ("wheelbase", 1.0), "l_diam": ("wheel_radius_left", 2.0), "r_diam": ("wheel_radius_right", 2.0), "l_x": ("sensor_x", 1.0), "l_y": ("sensor_y", 1.0), "l_theta": ("sensor_yaw", 1.0)}
+PUBLISHED = {
+    "axle": ("wheelbase", 1.0),
+    "l_diam": ("wheel_radius_left", 2.0),
+    "r_diam": ("wheel_radius_right", 2.0),
+    "l_x": ("sensor_x", 1.0),
+    "l_y": ("sensor_y", 1.0),
+    "l_theta": ("sensor_yaw", 1.0),
+}
 
 
 def estimates(problem: Problem) -> tuple[dict[str, float], dict[str, float]]:
     cal = calibrate(problem)
     by_name = {p["name"]: p for p in cal.parameters()}
-    return ({key: factor * by_name[ours]["estimate"] for key, (ours, factor) in PUBLISHED.items()}, {key: factor * by_name[ours]["std"] for key, (ours, factor) in PUBLISHED.items()})
+    return (
+        {key: factor * by_name[ours]["estimate"] for key, (ours, factor) in PUBLISHED.items()},
+        {key: factor * by_name[ours]["std"] for key, (ours, factor) in PUBLISHED.items()},
+    )
 
 
 def compare(log: str) -> list[dict]:
@@ -42,7 +52,19 @@ def compare(log: str) -> list[dict]:
     for k, key in enumerate(("l_diam", "r_diam", "axle", "l_x", "l_y", "l_theta")):
         ours, theirs = closed[key], reference[key]
         diff = abs(ours - theirs) if key == "l_theta" else abs(ours - theirs) / abs(theirs)
-        rows.append({"log": log, "key": key, "published": theirs, "ours": ours, "difference": diff, "published_std": published_std[k], "std": std[key], "map": refined[key], "map_std": refined_std[key]})
+        rows.append(
+            {
+                "log": log,
+                "key": key,
+                "published": theirs,
+                "ours": ours,
+                "difference": diff,
+                "published_std": published_std[k],
+                "std": std[key],
+                "map": refined[key],
+                "map_std": refined_std[key],
+            }
+        )
     return rows
 
 

@@ -61,10 +61,14 @@ def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 5
             data, _ = problem.measurements[0].load(out / "contacts.csv")
             # The MAP estimate only (solve_many: the solver `solve` runs, without the posterior
             # covariance, which would compile the problem's Jacobian a second time for nothing here).
-            (theta,), (converged,) = solve_many(dataclasses.replace(problem.map_problem, data=[jax.tree.map(jnp.asarray, data)]), problem.theta0, [np.ones((1, len(sim)))])
+            (theta,), (converged,) = solve_many(
+                dataclasses.replace(problem.map_problem, data=[jax.tree.map(jnp.asarray, data)]), problem.theta0, [np.ones((1, len(sim)))]
+            )
             robot = problem.layout.blocks["robot"]
             after, before = (task_errors(problem.robot, t[robot], truth, theta_true, q_test, TIPS[0], list(TIPS[1:])) for t in (theta, problem.theta0))
-            rows.append({"seed": seed, "nominal_mean": float(before.mean()), "mean": float(after.mean()), "max": float(after.max()), "converged": bool(converged)})
+            rows.append(
+                {"seed": seed, "nominal_mean": float(before.mean()), "mean": float(after.mean()), "max": float(after.max()), "converged": bool(converged)}
+            )
     return rows
 
 

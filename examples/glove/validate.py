@@ -50,7 +50,9 @@ def main(seed: int) -> None:
     print("|---|---|---|---|")
     for label, cal in (("scaled SVD (seed)", svd), ("MAP (Levenberg-Marquardt)", map_)):
         print(f"| {label} | {cal.solution.iterations} | {cal.solution.cost:.6f} | {cal.solution.seconds:.3f} |")
-    print(f"\nLargest difference between the two estimates: {z.max():.1e} std; largest distance of the estimate from the truth: {(np.abs(svd.estimate - truth) / svd.solution.std).max():.2f} std.")
+    print(
+        f"\nLargest difference between the two estimates: {z.max():.1e} std; largest distance of the estimate from the truth: {(np.abs(svd.estimate - truth) / svd.solution.std).max():.2f} std."
+    )
 
 
 if __name__ == "__main__":

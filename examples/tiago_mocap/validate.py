@@ -61,6 +61,7 @@ def session_floor(measurement, theta, held_out: dict, tolerance: float = 0.01) -
     calibrated model predicts for the small joint difference. Returns (count, RMS in mm).
     """
     train = measurement.data
+
     def predict(d: dict) -> np.ndarray:
         return np.asarray(measurement.predict(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in d.items()})[0])[:, 0]
 

@@ -47,7 +47,15 @@ class Calibration:
 
     def parameters(self) -> list[dict]:
         return [
-            {"name": p.name, "unit": p.unit, "nominal": p.nominal, "baseline": float(b), "estimate": float(e), "std": float(s) if np.isfinite(s) else None, "prior_sigma": p.prior_sigma}
+            {
+                "name": p.name,
+                "unit": p.unit,
+                "nominal": p.nominal,
+                "baseline": float(b),
+                "estimate": float(e),
+                "std": float(s) if np.isfinite(s) else None,
+                "prior_sigma": p.prior_sigma,
+            }
             for p, b, e, s in zip(self.problem.layout.parameters, self.baseline, self.estimate, self.solution.std)
         ]
 
@@ -78,9 +86,19 @@ class Calibration:
         # and the model can represent the robot; far above 1 the errors are not noise but model error.
         residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(self.problem.measurements, self.solution.masks))
         fit = self.solution.cost / max(residuals, 1)
-        out = {"reference": task.reference, "tips": list(task.tips), "n": task.n, "seed": task.seed, "unit": "m", "predicted": predicted, "fit_per_residual": fit}
+        out = {
+            "reference": task.reference,
+            "tips": list(task.tips),
+            "n": task.n,
+            "seed": task.seed,
+            "unit": "m",
+            "predicted": predicted,
+            "fit_per_residual": fit,
+        }
         if fit > MISFIT:
-            out["warning"] = f"the residuals are {np.sqrt(fit):.1f} times the declared sigmas: the model does not fit the data, and this prediction (parameter uncertainty only) understates the task error"
+            out["warning"] = (
+                f"the residuals are {np.sqrt(fit):.1f} times the declared sigmas: the model does not fit the data, and this prediction (parameter uncertainty only) understates the task error"
+            )
         return out
 
     @property
@@ -177,7 +195,11 @@ def closed_form_solution(problem: Problem, estimates: list[ClosedForm | None], m
     offering = [(m, e) for m, e in zip(problem.measurements, estimates) if e is not None]
     if len(offering) != 1:
         have = ", ".join(m.name for m, _ in offering) or "none"
-        raise InputError(problem.path, f"method closed_form needs exactly one measurement with a closed-form estimate (here: {have}); use method: map to combine several", field="solver.method")
+        raise InputError(
+            problem.path,
+            f"method closed_form needs exactly one measurement with a closed-form estimate (here: {have}); use method: map to combine several",
+            field="solver.method",
+        )
     theta = problem.theta0.copy()
     for index, value in offering[0][1].values.items():
         theta[index] = value
@@ -191,7 +213,9 @@ def calibrate(problem: Problem) -> Calibration:
     # Rows a measurement's own closed form left out (odometry's trimming) stay out of every fit.
     estimates = [m.closed_form(problem.theta0) for m in problem.measurements]
     masks = [np.ones(m.n) if e is None else e.keep.astype(float) for m, e in zip(problem.measurements, estimates)]
-    left_out = [Rejection(b, row, float("nan"), None, 0, reason) for b, e in enumerate(estimates) if e is not None for row, reason in sorted(e.left_out.items())]
+    left_out = [
+        Rejection(b, row, float("nan"), None, 0, reason) for b, e in enumerate(estimates) if e is not None for row, reason in sorted(e.left_out.items())
+    ]
     not_model = ~problem.model_parameters()
     baseline = problem.theta0
     if not_model.any():
@@ -200,10 +224,14 @@ def calibrate(problem: Problem) -> Calibration:
         solution = closed_form_solution(problem, estimates, masks)
     elif cfg.method == "scaled_svd":
         if cfg.huber is not None or cfg.outlier_threshold is not None:
-            raise InputError(problem.path, "method scaled_svd is plain least squares: it takes no huber or outlier_threshold (use method: map)", field="solver.method")
+            raise InputError(
+                problem.path, "method scaled_svd is plain least squares: it takes no huber or outlier_threshold (use method: map)", field="solver.method"
+            )
         solution = solve_scaled_svd(problem.map_problem, baseline, masks, *problem.stacked_points(), max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
     else:
-        solution = solve(problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options)
+        solution = solve(
+            problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options
+        )
     solution.rejections = left_out + solution.rejections
     jac = problem.unweighted_jacobian(solution.theta, solution.masks)
     return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks))

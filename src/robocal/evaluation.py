@@ -83,7 +83,13 @@ def generalization_warnings(measurement: Measurement, training: dict, held_out: 
     train = training["measurements"][0]
     rows = [(e["data"], e["measurements"][0]) for e in held_out]
     evidence = [
-        {"data": path, "distance_from_training": r["distance_from_training"], "before": r["before"][h], "after": r["after"][h], "after_over_training": r["after"][h] / train["after"][h]}
+        {
+            "data": path,
+            "distance_from_training": r["distance_from_training"],
+            "before": r["before"][h],
+            "after": r["after"][h],
+            "after_over_training": r["after"][h] / train["after"][h],
+        }
         for path, r in [(training["data"], train), *rows]
     ]
     warnings = []
@@ -92,25 +98,31 @@ def generalization_warnings(measurement: Measurement, training: dict, held_out: 
     if fit > MISFIT or worse:
         reasons = []
         if fit > MISFIT:
-            reasons.append(f"on its training data the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma ({h} {train['after'][h] * 1e3:.3f} mm)")
+            reasons.append(
+                f"on its training data the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma ({h} {train['after'][h] * 1e3:.3f} mm)"
+            )
         reasons += [f"it makes {path} worse than the nominal model ({h} {r['before'][h] * 1e3:.3f} -> {r['after'][h] * 1e3:.3f} mm)" for path, r in worse]
         found = "; ".join(reasons)
-        warnings.append({
-            "kind": "joint_uncertainty",
-            "message": found[0].upper() + found[1:] + ". The calibration assumes exact joint readings: backlash, joint elasticity or encoder errors "
-            "violate that, and no set of origin parameters can then fit every configuration. Check the joints (e.g. repeat a configuration from both sides) before trusting this model.",
-            "evidence": evidence,
-        })
+        warnings.append(
+            {
+                "kind": "joint_uncertainty",
+                "message": found[0].upper() + found[1:] + ". The calibration assumes exact joint readings: backlash, joint elasticity or encoder errors "
+                "violate that, and no set of origin parameters can then fit every configuration. Check the joints (e.g. repeat a configuration from both sides) before trusting this model.",
+                "evidence": evidence,
+            }
+        )
     distances = np.array([e["distance_from_training"] for e in evidence])
     ratios = np.array([e["after_over_training"] for e in evidence])
     if len(evidence) >= 3 and ratios.max() > 2.0 and spearmanr(distances, ratios).statistic >= 0.8:
         far = int(np.argmax(ratios))
-        warnings.append({
-            "kind": "extrapolation",
-            "message": f"The error grows with the distance from the training data: {evidence[far]['data']}, {distances[far] * 1e3:.0f} mm away, "
-            f"has {ratios[far]:.1f} times the training {h}. Calibrate with data spread over the workspace the robot will work in.",
-            "evidence": evidence,
-        })
+        warnings.append(
+            {
+                "kind": "extrapolation",
+                "message": f"The error grows with the distance from the training data: {evidence[far]['data']}, {distances[far] * 1e3:.0f} mm away, "
+                f"has {ratios[far]:.1f} times the training {h}. Calibrate with data spread over the workspace the robot will work in.",
+                "evidence": evidence,
+            }
+        )
     return warnings
 
 
@@ -139,5 +151,8 @@ def evaluate_truth(
     if robot is None:
         raise RobocalError(f"{problem_path}: --truth compares robot models; the problem has no robot")
     q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), n, seed)
-    errors = {name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips)) for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))}
+    errors = {
+        name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips))
+        for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))
+    }
     return {"truth": str(truth), "result": str(result), "reference": task.reference, "tips": list(task.tips), "n": n, "seed": seed, "unit": "m", "task": errors}

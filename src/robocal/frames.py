@@ -24,7 +24,13 @@ class Frame:
 
     def parameters(self, prior_translation, prior_rotation) -> list[Parameter]:
         return [
-            Parameter(f"frame.{self.name}.{c}", "frame_translation" if i < 3 else "frame_rotation", 0.0, prior_translation if i < 3 else prior_rotation, "m" if i < 3 else "rad")
+            Parameter(
+                f"frame.{self.name}.{c}",
+                "frame_translation" if i < 3 else "frame_rotation",
+                0.0,
+                prior_translation if i < 3 else prior_rotation,
+                "m" if i < 3 else "rad",
+            )
             for i, c in enumerate(FULL_COORDINATES)
         ]
 

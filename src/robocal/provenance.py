@@ -57,8 +57,11 @@ def changed_inputs(recorded: dict[str, dict[str, str]], problem) -> list[str]:
             changed.append(f"{role} ({path}) no longer exists")
         elif sha256(path) != recorded[role]["sha256"]:
             changed.append(f"{role} ({path}) changed after the calibration")
-    changed += [f"{role} ({entry['path']}) was an input of the calibration and is not one of this problem"
-                for role, entry in recorded.items() if role not in input_files(problem)]
+    changed += [
+        f"{role} ({entry['path']}) was an input of the calibration and is not one of this problem"
+        for role, entry in recorded.items()
+        if role not in input_files(problem)
+    ]
     return changed
 
 

@@ -58,7 +58,12 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
         if frame.initial is None:
             raise InputError(problem.path, f"frame '{name}' has no initial pose to report")
         std = dict(zip(("dx", "dy", "dz", "rx", "ry", "rz"), cal.solution.std[frame.block].tolist())) if frame.block is not None else None
-        frames[name] = {"initial": _pose(frame.initial), "baseline": _pose(frame.estimate(cal.baseline)), "calibrated": _pose(frame.estimate(cal.estimate)), "std_local": std}
+        frames[name] = {
+            "initial": _pose(frame.initial),
+            "baseline": _pose(frame.estimate(cal.baseline)),
+            "calibrated": _pose(frame.estimate(cal.estimate)),
+            "std_local": std,
+        }
     header = "# Frames estimated by robocal: pose of the frame as xyz (m), URDF rpy (rad) and quaternion.\n# std_local: std of the 6 local corrections (dx, dy, dz in m, rotation vector in rad) about `initial`.\n"
     written[1].write_text(header + yaml.safe_dump(frames, sort_keys=False))
     robot, tree = problem.robot, problem.tree

@@ -45,7 +45,9 @@ class LoggedProgress:
         pass
 
     def add_task(self, description: str, total: float | None = None) -> int:
-        self._tasks.append({"description": description, "total": total, "completed": 0, "start": time.monotonic(), "logged": time.monotonic(), "finished": False})
+        self._tasks.append(
+            {"description": description, "total": total, "completed": 0, "start": time.monotonic(), "logged": time.monotonic(), "finished": False}
+        )
         return len(self._tasks) - 1
 
     def advance(self, task: int, advance: float = 1) -> None:

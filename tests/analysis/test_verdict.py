@@ -65,7 +65,6 @@ def test_clean_calibration_is_ok(tmp_path, monkeypatch):
     assert cli_calibrate(monkeypatch, problem, "--fail-on", "never")[0] == 2
 
 
-
 def test_held_out_worse_than_nominal(tmp_path, monkeypatch, capsys):
     """Calibrated on an arm whose joint offsets are 0.5 mrad, evaluated on the same arm after its
     zeros were reset (the nominal robot): the calibration now adds its 0.5 mrad corrections (about
@@ -75,7 +74,9 @@ def test_held_out_worse_than_nominal(tmp_path, monkeypatch, capsys):
     (tmp_path / "reset").mkdir()
     write_problem(tmp_path / "reset", seed=7)
     capsys.readouterr()
-    monkeypatch.setattr(sys, "argv", ["robocal", "evaluate", str(problem), "--result", str(tmp_path / "out"), "--data", str(tmp_path / "reset" / "tool.csv"), "--json"])
+    monkeypatch.setattr(
+        sys, "argv", ["robocal", "evaluate", str(problem), "--result", str(tmp_path / "out"), "--data", str(tmp_path / "reset" / "tool.csv"), "--json"]
+    )
     cli.main()
     report = json.loads(capsys.readouterr().out)
     (finding,) = [f for f in report["verdict"]["findings"] if f["code"] == "held_out_worse_than_nominal"]

@@ -22,8 +22,16 @@ ARM = REPO / "examples/fleet/arm_6r.urdf"
 NOISE = 1e-4  # m, per marker coordinate
 
 
-def write_problem(folder: Path, *, postures: int = 20, bodies: dict[str, tuple[float, float]] | None = None, true_offsets=None,
-                  spread: float = np.pi, seed: int = 0, **problem) -> Path:
+def write_problem(
+    folder: Path,
+    *,
+    postures: int = 20,
+    bodies: dict[str, tuple[float, float]] | None = None,
+    true_offsets=None,
+    spread: float = np.pi,
+    seed: int = 0,
+    **problem,
+) -> Path:
     """problem.yaml in `folder`, one data file per marker body beside it.
 
     `bodies`: measurement name -> (simulated noise, declared sigma), m (default one body `tool`

@@ -46,8 +46,23 @@ def runs(tmp_path_factory):
     result, plot = stored_result(tmp / "result"), tmp / "spectra.png"
     commands = {
         "whole": ("analyze", EXAMPLE, "--json"),
-        "modes": ("analyze", EXAMPLE, "--json", "--result", result, "--kernel-of", "contacts", "--within", "task",
-                  "--links", "thumb_tip,fore_tip", "--links", "thumb_tip, fore_tip, middle_tip, ring_tip", "--plot", plot),
+        "modes": (
+            "analyze",
+            EXAMPLE,
+            "--json",
+            "--result",
+            result,
+            "--kernel-of",
+            "contacts",
+            "--within",
+            "task",
+            "--links",
+            "thumb_tip,fore_tip",
+            "--links",
+            "thumb_tip, fore_tip, middle_tip, ring_tip",
+            "--plot",
+            plot,
+        ),
         "bad": ("analyze", EXAMPLE, "--kernel-of", "contacts"),
     }
     with ThreadPoolExecutor(len(commands)) as pool:
@@ -59,7 +74,9 @@ def test_json_whole_hand(runs):
     run = runs[0]["whole"]
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
-    assert {"n_parameters", "rank", "threshold", "eigenvalues", "kernel", "scaled_condition_number", "observability", "measurements", "inclusion"} <= set(report)
+    assert {"n_parameters", "rank", "threshold", "eigenvalues", "kernel", "scaled_condition_number", "observability", "measurements", "inclusion"} <= set(
+        report
+    )
     assert (report["n_parameters"], report["rank"], report["threshold"], len(report["eigenvalues"]), len(report["kernel"])) == (64, 56, 1e-6, 64, 8)
     assert set(report["observability"]) == {"O1", "O2", "O3", "O4", "O5"}
     assert [(m["name"], m["rows"], m["rank"]) for m in report["measurements"]] == [("contacts", 600, 56), ("task", 900, 56)]

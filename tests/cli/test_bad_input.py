@@ -204,8 +204,16 @@ CASES = {
         "train.csv",
         ["line 1", "column 'j2'"],
     ),
-    "row with an extra field": (lambda d, p: _edit_lines(d / "train.csv", lambda ls: ls.__setitem__(5, ls[5] + ",0.5")), "train.csv", ["line 6", "expected 9 fields", "found 10"]),
-    "row with a missing field": (lambda d, p: _edit_lines(d / "train.csv", lambda ls: ls.__setitem__(9, ls[9].rsplit(",", 1)[0])), "train.csv", ["line 10", "found 8"]),
+    "row with an extra field": (
+        lambda d, p: _edit_lines(d / "train.csv", lambda ls: ls.__setitem__(5, ls[5] + ",0.5")),
+        "train.csv",
+        ["line 6", "expected 9 fields", "found 10"],
+    ),
+    "row with a missing field": (
+        lambda d, p: _edit_lines(d / "train.csv", lambda ls: ls.__setitem__(9, ls[9].rsplit(",", 1)[0])),
+        "train.csv",
+        ["line 10", "found 8"],
+    ),
     "empty data file": (lambda d, p: (d / "train.csv").write_text(""), "train.csv", ["empty"]),
     "header only": (lambda d, p: (d / "train.csv").write_text(",".join(HEADER) + "\n"), "train.csv", ["no data rows"]),
     "missing data file": (_problem(lambda p: _marker(p).__setitem__("data", "missing.csv")), "missing.csv", ["cannot read data file"]),
@@ -231,7 +239,11 @@ CASES = {
         "problem.yaml",
         ["field 'frames.tracker.initial.rpyy'", "unknown key 'rpyy'"],
     ),
-    "YAML key given twice": (lambda d, p: _edit_lines(d / "problem.yaml", lambda ls: ls.insert(1, "robot: other.urdf")), "problem.yaml", ["line 2", "'robot' given twice"]),
+    "YAML key given twice": (
+        lambda d, p: _edit_lines(d / "problem.yaml", lambda ls: ls.insert(1, "robot: other.urdf")),
+        "problem.yaml",
+        ["line 2", "'robot' given twice"],
+    ),
     "malformed URDF": (
         lambda d, p: (d / "arm.urdf").write_text(URDF.replace('<link name="l2"/>', '<link name="l2 & co"/>')),
         "arm.urdf",
@@ -253,6 +265,8 @@ CASES = {
         ["field 'chains[0].joints[1].alpha'"],
     ),
 }
+
+
 def _dh_robot(folder: Path, problem: dict, base: str, alpha: str = "pi / 2") -> None:
     """Replace the URDF by a DH table of the same arm (modified convention) and point the problem at it."""
     rows = ["      - {name: j1, d: 0.1}", f"      - {{name: j2, alpha: {alpha}}}", "      - {name: j3, a: 0.3}"]

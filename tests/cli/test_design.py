@@ -43,7 +43,20 @@ def designs(tmp_path_factory):
     path = folder / "problem.yaml"
     path.write_text(yaml.safe_dump(problem))
     commands = {
-        strategy: ("design", path, "--n", 60, "--strategy", strategy, "--tips", "thumb_tip,fore_tip,middle_tip,ring_tip", "--n-test", 300, "--out", folder / strategy)
+        strategy: (
+            "design",
+            path,
+            "--n",
+            60,
+            "--strategy",
+            strategy,
+            "--tips",
+            "thumb_tip,fore_tip,middle_tip,ring_tip",
+            "--n-test",
+            300,
+            "--out",
+            folder / strategy,
+        )
         for strategy in ("random", "greedy", "detmax")
     }
     commands["too many"] = ("design", EXAMPLES / "identifiability.yaml", "--n", 100000, "--tips", "thumb_tip,fore_tip", "--out", folder / "too_many")

@@ -29,7 +29,9 @@ def batch(n: int = 30, seed: int = 0) -> list[UnitResult]:
     for k in range(n):
         elbow = 0.02 if k == 7 else rng.uniform(-TOLERANCE, TOLERANCE)
         wrist = 0.8e-3 + rng.uniform(-1e-4, 1e-4)
-        parameters = [{"name": name, "unit": "rad", "nominal": 0.0, "estimate": value, "std": 1e-5} for name, value in (("elbow.offset", elbow), ("wrist.offset", wrist))]
+        parameters = [
+            {"name": name, "unit": "rad", "nominal": 0.0, "estimate": value, "std": 1e-5} for name, value in (("elbow.offset", elbow), ("wrist.offset", wrist))
+        ]
         rows.append(UnitResult(f"SN{k:03d}", k, "arm", "line-1" if k % 2 else "line-2", "rework" if k == 7 else "pass", parameters, 1e-4))
     return rows
 

@@ -37,7 +37,9 @@ def digest_work(engine, session_id, tmp_path):
     with DbSession(engine) as db:
         problem = materialize(db, session_id, tmp_path / f"s{session_id}")
     folder = problem.parent
-    parameters = [{"name": str(p.relative_to(folder)), "estimate": hashlib.sha256(p.read_bytes()).hexdigest()} for p in sorted(folder.rglob("*")) if p.is_file()]
+    parameters = [
+        {"name": str(p.relative_to(folder)), "estimate": hashlib.sha256(p.read_bytes()).hexdigest()} for p in sorted(folder.rglob("*")) if p.is_file()
+    ]
     return Result(session_id=session_id, parameters=parameters, report="{}", urdf=None)
 
 

@@ -143,9 +143,7 @@ def special_cases(name_a: str, name_b: str) -> list[tuple[np.ndarray, np.ndarray
             return [(frame @ _pose_from(np.eye(3), middle), frame, -r_sphere - r_capsule, kink)]
         case ("capsule", "capsule"):
             near_parallel = [
-                (frame, frame @ turned_about_normal(angle, 0.02, shift), 0.02 - 2 * r_capsule, 1e-8)
-                for angle in (1e-3, 1e-2)
-                for shift in (0.0, 0.004)
+                (frame, frame @ turned_about_normal(angle, 0.02, shift), 0.02 - 2 * r_capsule, 1e-8) for angle in (1e-3, 1e-2) for shift in (0.0, 0.004)
             ]
             coincident = (frame, frame, -2 * r_capsule, kink)
             crossing = (frame, frame @ turned_about_normal(1.0, 0.0, 0.0), -2 * r_capsule, kink)
@@ -218,9 +216,7 @@ def surface_samples(shape, pose: np.ndarray, spacing: float) -> tuple[np.ndarray
             n_theta = max(2, int(np.ceil(0.5 * np.pi * r / spacing)))
             n_phi = 4 * n_theta
             z, x, y = np.eye(3)
-            points = np.concatenate(
-                [_hemisphere(np.zeros(3), z, x, y, r, n_theta, n_phi), _hemisphere(np.zeros(3), -z, x, y, r, n_theta, n_phi)]
-            )
+            points = np.concatenate([_hemisphere(np.zeros(3), z, x, y, r, n_theta, n_phi), _hemisphere(np.zeros(3), -z, x, y, r, n_theta, n_phi)])
             cover = 0.5 * r * (0.5 * np.pi / n_theta + 2.0 * np.pi / n_phi)
         case Capsule(p0=p0, p1=p1, radius=r):
             p0, p1 = np.asarray(p0), np.asarray(p1)

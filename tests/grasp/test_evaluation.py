@@ -35,7 +35,13 @@ def test_files_and_table(evaluated):
     stdout = run.stdout
     assert (out / "breaks_vs_torque.png").stat().st_size > 10_000 and (out / "deviations.png").stat().st_size > 10_000
     rows = results["summary"]["methods"]
-    assert [(r["method"], r["scale"]) for r in rows] == [("controller", 1.0), ("fixed_offsets", 1.0), ("fixed_offsets", 3.0), ("without_wrench_estimate", 1.0), ("without_wrench_estimate", 3.0)]
+    assert [(r["method"], r["scale"]) for r in rows] == [
+        ("controller", 1.0),
+        ("fixed_offsets", 1.0),
+        ("fixed_offsets", 3.0),
+        ("without_wrench_estimate", 1.0),
+        ("without_wrench_estimate", 3.0),
+    ]
     for row in rows:  # every figure of the table is its trials' figure
         trials = [t for t in results["trials"] if (t["method"], t["scale"]) == (row["method"], row["scale"]) and t["force"] >= 0]
         assert row["trials"] == len(trials) == 2 * 2

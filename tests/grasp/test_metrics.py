@@ -28,17 +28,35 @@ def test_comparison_does_not_extrapolate():
 
 
 def test_rows_count_kept_torque_and_quantiles():
-    trials = [{"method": "controller", "scale": 1.0, "broken": i % 4 == 0, "torque_sum": float(i), "max_translation": i / 100, "max_rotation": i / 10} for i in range(1, 11)]
+    trials = [
+        {"method": "controller", "scale": 1.0, "broken": i % 4 == 0, "torque_sum": float(i), "max_translation": i / 100, "max_rotation": i / 10}
+        for i in range(1, 11)
+    ]
     (row,) = method_rows(trials)
     assert row["kept"] == pytest.approx(0.8) and row["torque_sum"] == pytest.approx(5.5)
     assert row["translation_q90"] == pytest.approx(0.091) and row["rotation_q90"] == pytest.approx(0.91)
 
 
 def test_summary_counts_like_failures_together_and_splits_the_force_error_by_kind():
-    reasons = ["object moved 9.9 mm / 23.7 deg while settling", "object moved 41.2 mm / 73.7 deg while settling", "power grasp touches 2 links (palm, thumb_link4), needs 3", "power grasp touches 0 links (none), needs 3"]
+    reasons = [
+        "object moved 9.9 mm / 23.7 deg while settling",
+        "object moved 41.2 mm / 73.7 deg while settling",
+        "power grasp touches 2 links (palm, thumb_link4), needs 3",
+        "power grasp touches 0 links (none), needs 3",
+    ]
     grasps = [{"object": "a", "attempt": i, "kind": "power", "status": "failed", "reason": r, "evaluated": False} for i, r in enumerate(reasons)]
     trials = [
-        {"method": "controller", "scale": 1.0, "kind": kind, "force": 0, "broken": False, "torque_sum": 1.0, "max_translation": 0.0, "max_rotation": 0.0, "estimate_error": error}
+        {
+            "method": "controller",
+            "scale": 1.0,
+            "kind": kind,
+            "force": 0,
+            "broken": False,
+            "torque_sum": 1.0,
+            "max_translation": 0.0,
+            "max_rotation": 0.0,
+            "estimate_error": error,
+        }
         for kind, error in (("power", 9.0), ("power", 10.0), ("precision", 0.1))
     ]
     summary = summarize({"config": {"grasps": 8}, "grasps": grasps, "trials": trials})

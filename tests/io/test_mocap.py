@@ -156,8 +156,9 @@ def test_body_pose_errors_name_the_file(tmp_path):
     with pytest.raises(InputError, match="unknown marker.*'nope'") as err:
         rec.body_pose("robot", ["base:M1", "base:M2", "nope"])
     assert str(path) in str(err.value)
-    line = MocapRecording(path, RATE, rec.times, {}, {
-        f"m{i}": MarkerTrack(np.outer(np.ones(N), [i * 0.1, 0.0, 0.0]), np.ones(N, dtype=bool)) for i in range(3)})
+    line = MocapRecording(
+        path, RATE, rec.times, {}, {f"m{i}": MarkerTrack(np.outer(np.ones(N), [i * 0.1, 0.0, 0.0]), np.ones(N, dtype=bool)) for i in range(3)}
+    )
     with pytest.raises(InputError, match="collinear"):
         line.body_pose("robot", ["m0", "m1", "m2"])
 
@@ -258,8 +259,7 @@ def test_motive_export_conventions(tmp_path):
     yaw = Rotation.from_quat(body.quaternions[[0, 2]]).as_euler("zyx")[:, 0]
     np.testing.assert_allclose(yaw, [np.pi / 4, np.pi / 2], atol=2e-6)  # 6 decimals
     np.testing.assert_allclose(rec.markers["base:Marker1"].positions[0], [1.0101, -0.2502, 0.0903], atol=1e-12)
-    assert rec.occlusions() == {"base": {"frames": 1, "ranges": [(0.008333, 0.008333)]},
-                                "base:Marker1": {"frames": 1, "ranges": [(0.008333, 0.008333)]}}
+    assert rec.occlusions() == {"base": {"frames": 1, "ranges": [(0.008333, 0.008333)]}, "base:Marker1": {"frames": 1, "ranges": [(0.008333, 0.008333)]}}
 
 
 def test_motive_euler_export_is_refused(tmp_path):
@@ -301,8 +301,7 @@ def test_nexus_export_conventions(tmp_path):
 
 def test_nexus_segments_in_radians(tmp_path):
     path = tmp_path / "nexus.csv"
-    path.write_text("Segments\n50\n,,robot:base,,,,,\nFrame,Sub Frame,RX,RY,RZ,TX,TY,TZ\n,,rad,rad,rad,m,m,m\n"
-                    "11,0,0,0,1.5,1.0,2.0,0.3\n")
+    path.write_text("Segments\n50\n,,robot:base,,,,,\nFrame,Sub Frame,RX,RY,RZ,TX,TY,TZ\n,,rad,rad,rad,m,m,m\n11,0,0,0,1.5,1.0,2.0,0.3\n")
     rec = read_mocap(path)
     np.testing.assert_allclose(rec.times, [0.2])
     np.testing.assert_allclose(Rotation.from_quat(rec.bodies["robot:base"].quaternions).as_rotvec(), [[0, 0, 1.5]], atol=1e-15)

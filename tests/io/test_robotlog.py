@@ -68,8 +68,9 @@ def test_unstamped_messages_take_the_receive_time(tmp_path):
         other = writer.add_connection("/chatter", "std_msgs/msg/String", typestore=store)
         for k, ns in enumerate(received):
             header = t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id="")
-            message = t["sensor_msgs/msg/JointState"](header=header, name=["a", "b"], position=np.array([k, -k], float),
-                                                      velocity=np.empty(0), effort=np.empty(0))
+            message = t["sensor_msgs/msg/JointState"](
+                header=header, name=["a", "b"], position=np.array([k, -k], float), velocity=np.empty(0), effort=np.empty(0)
+            )
             writer.write(conn, ns, store.serialize_cdr(message, "sensor_msgs/msg/JointState"))
             writer.write(other, ns, store.serialize_cdr(t["std_msgs/msg/String"](data="hi"), "std_msgs/msg/String"))
     log = read_robot_log(path)

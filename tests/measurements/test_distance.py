@@ -32,7 +32,15 @@ def write(tmp_path, q: np.ndarray, lengths: np.ndarray | None, **measurement):
         "parameters": {"joints": {name: "joint_offsets" for name in JOINTS}},
         "priors": {"joint_offset": None},
         "measurements": [
-            {"name": "bar", "type": "distance", "data": "bar.csv", "sigma": 1e-5, "a": {"link": "panda_link8", "point": TOOL.tolist()}, "b": {"point": PIVOT.tolist()}} | measurement
+            {
+                "name": "bar",
+                "type": "distance",
+                "data": "bar.csv",
+                "sigma": 1e-5,
+                "a": {"link": "panda_link8", "point": TOOL.tolist()},
+                "b": {"point": PIVOT.tolist()},
+            }
+            | measurement
         ],
     }
     path = tmp_path / "problem.yaml"
@@ -100,7 +108,17 @@ def test_self_touch_of_two_fingers_reads_both_chains(tmp_path) -> None:
     fore, thumb = np.array([0.004, 0.0, 0.0]), np.array([0.0, -0.003, 0.001])
     config = {
         "robot": str(hand),
-        "measurements": [{"name": "touch", "type": "distance", "data": "touch.csv", "sigma": 1e-4, "length": 0.01, "a": {"link": "fore_tip", "point": fore.tolist()}, "b": {"link": "thumb_tip", "point": thumb.tolist()}}],
+        "measurements": [
+            {
+                "name": "touch",
+                "type": "distance",
+                "data": "touch.csv",
+                "sigma": 1e-4,
+                "length": 0.01,
+                "a": {"link": "fore_tip", "point": fore.tolist()},
+                "b": {"link": "thumb_tip", "point": thumb.tolist()},
+            }
+        ],
     }
     (tmp_path / "problem.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     problem = load_problem(tmp_path / "problem.yaml")

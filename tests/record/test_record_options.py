@@ -43,7 +43,10 @@ def test_a_non_empty_output_folder_needs_force(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "hole_0.csv").write_text("0,0,0,0,0,0,0\n")
-    assert refusal("--out", str(out), "--source", "sim") == f"{out}: --out: the folder exists and is not empty; choose a new one, or pass --force to replace its socket files"
+    assert (
+        refusal("--out", str(out), "--source", "sim")
+        == f"{out}: --out: the folder exists and is not empty; choose a new one, or pass --force to replace its socket files"
+    )
     (tmp_path / "file").write_text("")
     assert refusal("--out", str(tmp_path / "file"), "--source", "sim") == f"{tmp_path / 'file'}: --out: exists and is not a folder"
 
@@ -53,5 +56,7 @@ def test_standard_input_must_be_a_terminal(tmp_path):
     args = ["record", "sockets", "--robot", str(URDF), "--out", str(tmp_path / "out"), "--source", "sim"]
     result = subprocess.run([sys.executable, "-m", "robocal", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["error: robocal record sockets reads single key presses: run it in a terminal (its standard input is not one)"]
+    assert result.stderr.strip().splitlines() == [
+        "error: robocal record sockets reads single key presses: run it in a terminal (its standard input is not one)"
+    ]
     assert not (tmp_path / "out").exists()

@@ -76,7 +76,6 @@ def _(d, p):
     (d / "arm.urdf").write_text(URDF.replace('<robot name="arm3">', doctype).replace('<axis xyz="0 0 1"/>', '<axis xyz="&x;"/>'))
 
 
-
 @case("urdf: empty file", "arm.urdf")
 def _(d, p):
     (d / "arm.urdf").write_text("")
@@ -90,8 +89,11 @@ def _(d, p):
 @case("urdf: billion laughs", "arm.urdf")
 def _(d, p):
     entities = '<!ENTITY l0 "ha">' + "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
-    (d / "arm.urdf").write_text(URDF.replace('<robot name="arm3">', f'<!DOCTYPE robot [{entities}]>\n<robot name="arm3">')
-                                .replace('<link name="base"/>', '<link name="base"/><link name="&l9;"/>'))
+    (d / "arm.urdf").write_text(
+        URDF.replace('<robot name="arm3">', f'<!DOCTYPE robot [{entities}]>\n<robot name="arm3">').replace(
+            '<link name="base"/>', '<link name="base"/><link name="&l9;"/>'
+        )
+    )
 
 
 @case("urdf: 10,000-link chain", "arm.urdf")
@@ -169,6 +171,7 @@ def _(d, p):
     (d / "sub").mkdir()
     set_path("measurements.0.data", "sub")(p)
 
+
 problem_case("frame initial nonsense", set_path("frames.tracker.initial", "guess"))
 problem_case("frame initial rpy two numbers", set_path("frames.tracker.initial", {"xyz": [0, 0, 0], "rpy": [0, 0]}))
 
@@ -240,10 +243,24 @@ def _(d, p):
 
 # ---- a DH table instead of the URDF ---------------------------------------------------------
 DH = "name: arm3\nconvention: modified\nchains:\n  - name: arm\n    joints:\n      - {name: j1, d: 0.1}\n      - {name: j2, alpha: ROW2}\n      - {name: j3, a: 0.3}\n    tip: {name: tool, a: 0.25}\n"
-for value in [".nan", ".inf", "1e300", "pi/0", "true", "'os.system(1)'", "pi ** 2", "[1, 2]", "'((((((((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))))))))'"]:
+for value in [
+    ".nan",
+    ".inf",
+    "1e300",
+    "pi/0",
+    "true",
+    "'os.system(1)'",
+    "pi ** 2",
+    "[1, 2]",
+    "'((((((((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))))))))'",
+]:
     case(f"dh: alpha {value}", "arm.yaml")(lambda d, p, v=value: ((d / "arm.yaml").write_text(DH.replace("ROW2", v)), p.update(robot="arm.yaml")))
-for name, text in (("convention unknown", DH.replace("modified", "craig")), ("no chains", "name: arm3\nconvention: modified\n"),
-                   ("row without a name", DH.replace("{name: j1, d: 0.1}", "{d: 0.1}")), ("unknown row key", DH.replace("d: 0.1}", "dd: 0.1}")),
-                   ("mimic cycle", DH.replace("{name: j1, d: 0.1}", "{name: j1, d: 0.1, mimic: {joint: j2}}").replace("alpha: ROW2}", "alpha: 0, mimic: {joint: j1}}")),
-                   ("joint name twice", DH.replace("name: j3", "name: j2"))):
+for name, text in (
+    ("convention unknown", DH.replace("modified", "craig")),
+    ("no chains", "name: arm3\nconvention: modified\n"),
+    ("row without a name", DH.replace("{name: j1, d: 0.1}", "{d: 0.1}")),
+    ("unknown row key", DH.replace("d: 0.1}", "dd: 0.1}")),
+    ("mimic cycle", DH.replace("{name: j1, d: 0.1}", "{name: j1, d: 0.1, mimic: {joint: j2}}").replace("alpha: ROW2}", "alpha: 0, mimic: {joint: j1}}")),
+    ("joint name twice", DH.replace("name: j3", "name: j2")),
+):
     case(f"dh: {name}", "arm.yaml")(lambda d, p, t=text: ((d / "arm.yaml").write_text(t.replace("ROW2", "0")), p.update(robot="arm.yaml")))

@@ -104,9 +104,11 @@ def test_non_finite_or_absurd_origin(tmp_path, xyz):
 def test_external_entity_is_not_resolved(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("0 0 1")
-    text = (f'<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY s SYSTEM "file://{secret}">]>\n'
-            f'<robot name="r">{LINKS}<joint name="ja" type="revolute"><parent link="base"/><child link="a"/>'
-            '<axis xyz="&s;"/></joint></robot>')
+    text = (
+        f'<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY s SYSTEM "file://{secret}">]>\n'
+        f'<robot name="r">{LINKS}<joint name="ja" type="revolute"><parent link="base"/><child link="a"/>'
+        '<axis xyz="&s;"/></joint></robot>'
+    )
     with pytest.raises(InputError):  # the entity stays unexpanded: the axis is not 3 numbers
         load(tmp_path, text)
 
@@ -143,8 +145,17 @@ def dh_error(tmp_path: Path, row: str) -> RobocalError:
     return info.value
 
 
-@pytest.mark.parametrize("row", ["{name: j1, d: .nan}", "{name: j1, a: .inf}", "{name: j1, d: 1e300}", "{name: j1, theta: pi/0}",
-                                 "{name: j1, alpha: true}", "{name: j1, theta: 'import os'}"])
+@pytest.mark.parametrize(
+    "row",
+    [
+        "{name: j1, d: .nan}",
+        "{name: j1, a: .inf}",
+        "{name: j1, d: 1e300}",
+        "{name: j1, theta: pi/0}",
+        "{name: j1, alpha: true}",
+        "{name: j1, theta: 'import os'}",
+    ],
+)
 def test_dh_row_with_a_bad_number(tmp_path, row):
     error = dh_error(tmp_path, row)
     assert "chains[0].joints[0]" in str(error)
@@ -152,7 +163,8 @@ def test_dh_row_with_a_bad_number(tmp_path, row):
 
 def test_dh_mimic_cycle(tmp_path):
     path = tmp_path / "robot.yaml"
-    path.write_text("name: r\nconvention: modified\nchains:\n  - name: f\n    joints:\n"
-                    "      - {name: j1, mimic: {joint: j2}}\n      - {name: j2, mimic: {joint: j1}}\n")
+    path.write_text(
+        "name: r\nconvention: modified\nchains:\n  - name: f\n    joints:\n      - {name: j1, mimic: {joint: j2}}\n      - {name: j2, mimic: {joint: j1}}\n"
+    )
     with pytest.raises(RobocalError, match="mimics itself"):
         load_dh(path)

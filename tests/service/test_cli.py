@@ -46,7 +46,9 @@ def test_serve_and_station(tmp_path, monkeypatch, capsys):
     admin = run(monkeypatch, capsys, "serve", "token", "create", "--scope", "admin", "--db", db)[1].strip()
     station = run(monkeypatch, capsys, "serve", "token", "create", "--scope", "station", "--station", "line-1", "--db", db)[1].strip()
     url, spool = f"http://127.0.0.1:{port}", tmp_path / "spool"
-    code, _, err = run(monkeypatch, capsys, "station", "--server", url, "--token", station, "--model", "arm6", "--spool", spool, "--simulate", 2, "--robot", ARM)
+    code, _, err = run(
+        monkeypatch, capsys, "station", "--server", url, "--token", station, "--model", "arm6", "--spool", spool, "--simulate", 2, "--robot", ARM
+    )
     assert code == 2 and "cannot reach the service" in err and err.count("\n") == 1, err
     assert len(list(spool.glob("*/session.json"))) == 2  # recorded, kept for the next run
     code, _, err = run(monkeypatch, capsys, "station", "--server", "ftp://x", "--token", station, "--model", "arm6")

@@ -88,7 +88,9 @@ def test_idempotency_key(service):
     assert counts(service)["sessions"] == before + 2
 
 
-@pytest.mark.parametrize("name", ["../evil.csv", "../../etc/passwd", "/etc/passwd", "sub/markers.csv", "..\\evil.csv", ".hidden", "robot.urdf", "criteria.yaml"])
+@pytest.mark.parametrize(
+    "name", ["../evil.csv", "../../etc/passwd", "/etc/passwd", "sub/markers.csv", "..\\evil.csv", ".hidden", "robot.urdf", "criteria.yaml"]
+)
 def test_file_names(service, name):
     before = counts(service)
     with service.client("station-a") as a:

@@ -29,7 +29,11 @@ SIGMA = 1e-4
 def session(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("markers") / "session"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", ["robocal", "simulate", "markers", "--robot", str(ARM), "--out", str(out), "--n", "40", "--n-test", "20", "--mode", "joint_offsets", "--seed", "3"])
+        patch.setattr(
+            sys,
+            "argv",
+            ["robocal", "simulate", "markers", "--robot", str(ARM), "--out", str(out), "--n", "40", "--n-test", "20", "--mode", "joint_offsets", "--seed", "3"],
+        )
         cli.main()
     return out
 

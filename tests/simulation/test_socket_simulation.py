@@ -119,8 +119,13 @@ def test_files_read_back(sim, true_robot):
         assert problem["parameters"]["joints"] == {f"panda_joint{i}": "xyzrpy" for i in range(1, 8)} | {"ball_joint": "xyzrpy"}
         (measurement,) = problem["measurements"]
         assert measurement == {
-            "name": name, "type": "socket", "data": f"data/{name}", "link": "ball_link",
-            "sigma": truth["placements"][name]["sigma"], "distance": 0.05, "distance_sigma": 2e-5,
+            "name": name,
+            "type": "socket",
+            "data": f"data/{name}",
+            "link": "ball_link",
+            "sigma": truth["placements"][name]["sigma"],
+            "distance": 0.05,
+            "distance_sigma": 2e-5,
         }
     # true.urdf is the perturbed model: same FK as the simulator's parameterized truth.
     q = full_configurations(true_robot, sim.chain.joints, np.concatenate(sim.configurations["front"]))
@@ -166,10 +171,14 @@ def test_narrower_cone(sim):
 
 def test_unreachable_placements_say_which_and_why(sim, tmp_path):
     far = Placement("far", (2.0, 0.0, 0.02))
-    with pytest.raises(RobocalError, match=r"placement 'far', socket 0: cannot seat 'ball_link' at \(2\.0000, 0\.0000, 0\.0200\) m: none of \d+ random starts reached it"):
+    with pytest.raises(
+        RobocalError, match=r"placement 'far', socket 0: cannot seat 'ball_link' at \(2\.0000, 0\.0000, 0\.0200\) m: none of \d+ random starts reached it"
+    ):
         simulate_sockets(PANDA, tmp_path, placements=[far], n_per_socket=N)
     overhead = Placement("overhead", (0.0, -0.025, 1.0))  # reachable only with the flange pointing up
-    with pytest.raises(RobocalError, match=r"placement 'overhead', socket 0: .* only with the approach axis at least \d+ deg from straight down \(cone 60 deg\)"):
+    with pytest.raises(
+        RobocalError, match=r"placement 'overhead', socket 0: .* only with the approach axis at least \d+ deg from straight down \(cone 60 deg\)"
+    ):
         simulate_sockets(PANDA, tmp_path, placements=[overhead], n_per_socket=N)
     with pytest.raises(InputError, match=r"panda\.urdf: no link named 'tool0' to carry the ball"):
         simulate_sockets(PANDA, tmp_path, link="tool0")

@@ -78,7 +78,10 @@ def test_within_joint_limits(hand, test_set):
 def test_covers_the_workspace_more_evenly_than_joint_space_sampling(hand, test_set):
     tips, tree, cell = hand.tree.end_effectors, hand.tree, 0.01
     reachable = batch_link_poses(hand, hand.nominal, sample_configurations(tree, 200000, seed=99), tips)[..., :3, 3]
-    samples = {name: batch_link_poses(hand, hand.nominal, q, tips)[..., :3, 3] for name, q in (("test set", test_set), ("joint space", sample_configurations(tree, N, seed=10)))}
+    samples = {
+        name: batch_link_poses(hand, hand.nominal, q, tips)[..., :3, 3]
+        for name, q in (("test set", test_set), ("joint space", sample_configurations(tree, N, seed=10)))
+    }
     for f, tip in enumerate(tips):
         cells = np.unique(np.floor(reachable[:, f] / cell).astype(int), axis=0)
         stats = {}

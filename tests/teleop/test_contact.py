@@ -125,7 +125,9 @@ def test_cli_show_maps_raw_glove_readings_through_a_sensor_file(mapping, tmp_pat
     raw = np.random.default_rng(0).uniform(60, 160, (2, len(glove.sensors)))
     data = tmp_path / "raw.csv"
     data.write_text(",".join(glove.sensors) + "\n" + "\n".join(",".join(f"{v:.17g}" for v in r) for r in raw) + "\n")
-    result = CliRunner().invoke(app, ["teleop", "show", "--joints", str(data), "--sensors", str(packaged(GLOVE)), "--row", "2", "--mode", "joint", "--out", str(tmp_path / "p.png")])
+    result = CliRunner().invoke(
+        app, ["teleop", "show", "--joints", str(data), "--sensors", str(packaged(GLOVE)), "--row", "2", "--mode", "joint", "--out", str(tmp_path / "p.png")]
+    )
     assert result.exit_code == 0, result.output
     printed = dict((name, float(value)) for name, value in re.findall(r"(\w+)=(-?\d+\.\d+)", result.output))  # the console may wrap the line
     expected = mapping.joint_map(glove.joint_values(raw[1]))

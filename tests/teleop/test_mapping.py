@@ -75,7 +75,20 @@ def test_joint_mapping_of_a_known_pose_and_clamping(mapping):
     human = dict.fromkeys(mapping.config.human.actuated, 0.0)
     human.update(index_abd=0.2, index_mcp=0.5, index_pip=0.7, thumb_T1=0.3, thumb_T2=0.4, thumb_T3=0.6, ring_abd=-0.1, little_mcp=1.0)
     q = dict(zip(mapping.config.robot.actuated, mapping.joint_map(human)))
-    expected = dict(thumb_q1=0.3, thumb_q2=0.4, thumb_q3=0.6, fore_q1=-0.2, fore_q2=0.5, fore_q3=0.7, middle_q1=0.0, middle_q2=0.0, middle_q3=0.0, ring_q1=0.1, ring_q2=0.0, ring_q3=0.0)
+    expected = dict(
+        thumb_q1=0.3,
+        thumb_q2=0.4,
+        thumb_q3=0.6,
+        fore_q1=-0.2,
+        fore_q2=0.5,
+        fore_q3=0.7,
+        middle_q1=0.0,
+        middle_q2=0.0,
+        middle_q3=0.0,
+        ring_q1=0.1,
+        ring_q2=0.0,
+        ring_q3=0.0,
+    )
     assert q == pytest.approx(expected, abs=1e-15)
     # Beyond the robot's limits (q1 +-30 deg, q2 -20..86 deg, q3 -8..96 deg): clamped to them.
     human.update(index_abd=-0.8, index_mcp=-0.5, index_pip=1.9, middle_abd=0.9, middle_mcp=2.0, middle_pip=-0.3)
@@ -88,7 +101,19 @@ def test_joint_mapping_of_a_known_pose_and_clamping(mapping):
 def test_fingertip_mapping_reaches_reachable_scaled_tips(mapping):
     """A human pose whose scaled tips the robot can reach: the robot tips are the targets."""
     human = dict.fromkeys(mapping.config.human.actuated, 0.0)
-    human.update(thumb_T1=0.5, thumb_T2=0.6, thumb_T3=0.6, index_mcp=0.8, index_pip=0.9, index_dip=0.6, middle_mcp=0.4, middle_pip=0.5, ring_abd=0.1, ring_mcp=0.6, ring_pip=0.8)
+    human.update(
+        thumb_T1=0.5,
+        thumb_T2=0.6,
+        thumb_T3=0.6,
+        index_mcp=0.8,
+        index_pip=0.9,
+        index_dip=0.6,
+        middle_mcp=0.4,
+        middle_pip=0.5,
+        ring_abd=0.1,
+        ring_mcp=0.6,
+        ring_pip=0.8,
+    )
     result = mapping.fingertip_map(human)
     assert result.reached.all()
     np.testing.assert_allclose(result.tips, result.targets, atol=1e-9)
@@ -111,7 +136,11 @@ def test_bad_human_values_are_refused(mapping):
     [
         (lambda d: d["fingers"]["fore"]["joints"]["fore_q2"].update(human="index_mpc"), "fingers.fore.joints.fore_q2.human", "not an actuated joint"),
         (lambda d: d["fingers"]["fore"]["joints"].pop("fore_q3"), "fingers.fore.joints", "exactly the actuated joints"),
-        (lambda d: d["fingers"]["ring"]["reference"]["robot"].update(link="ring_link2"), "fingers.ring.reference.robot.link", "moves with the robot hand's joints"),
+        (
+            lambda d: d["fingers"]["ring"]["reference"]["robot"].update(link="ring_link2"),
+            "fingers.ring.reference.robot.link",
+            "moves with the robot hand's joints",
+        ),
         (lambda d: d["fingers"]["thumb"].update(human_tip="thumb_tp"), "fingers.thumb.human_tip", "no link 'thumb_tp'"),
         (lambda d: d["fingers"]["middle"]["reference"].update(rpy=[0, 0]), "fingers.middle.reference.rpy[2]", "Field required"),
         (lambda d: d.update(scael=1.5), "scael", "unknown key"),

@@ -13,7 +13,14 @@ from robocal.cli import app
 from tests.conftest import REPO, shared_path
 
 # published key -> (our parameter, factor from our value to the published one)
-PUBLISHED = {"axle": ("wheelbase", 1.0), "l_diam": ("wheel_radius_left", 2.0), "r_diam": ("wheel_radius_right", 2.0), "l_x": ("sensor_x", 1.0), "l_y": ("sensor_y", 1.0), "l_theta": ("sensor_yaw", 1.0)}
+PUBLISHED = {
+    "axle": ("wheelbase", 1.0),
+    "l_diam": ("wheel_radius_left", 2.0),
+    "r_diam": ("wheel_radius_right", 2.0),
+    "l_x": ("sensor_x", 1.0),
+    "l_y": ("sensor_y", 1.0),
+    "l_theta": ("sensor_yaw", 1.0),
+}
 
 
 @pytest.mark.parametrize("log", ["lstraight", "l90", "lmov"])

@@ -117,12 +117,27 @@ class CrossValidation:
             for f in self.folds
         ]
         pooled = [
-            {"name": m.name, "type": m.type_name, "n": int(e[kp].size), "unit": "m", "error": m.error_label, "before": summarize(b[kp]), "after": summarize(e[kp])}
+            {
+                "name": m.name,
+                "type": m.type_name,
+                "n": int(e[kp].size),
+                "unit": "m",
+                "error": m.error_label,
+                "before": summarize(b[kp]),
+                "after": summarize(e[kp]),
+            }
             for m, kp, b, e in zip(measurements, keep, self.baseline_errors, self.held_out_errors)
         ]
         before, after = self.held_out_score()
-        return {"k": self.k, "seed": self.seed, "prior_scale": self.prior_scale, "folds": folds, "held_out": pooled,
-                "score": {"before": before, "after": after}, "spread": self.spread()}
+        return {
+            "k": self.k,
+            "seed": self.seed,
+            "prior_scale": self.prior_scale,
+            "folds": folds,
+            "held_out": pooled,
+            "score": {"before": before, "after": after},
+            "spread": self.spread(),
+        }
 
 
 def reference_sigmas(problem: Problem) -> np.ndarray:
@@ -148,8 +163,9 @@ def with_prior_scale(problem: Problem, scale: float | None) -> MapProblem:
     return replace(problem.map_problem, prior_sqrt_precision=sqrt_precision)
 
 
-def cross_validate(problem: Problem, k: int = 5, seed: int = 0, cal: Calibration | None = None, prior_scale: float | None = None,
-                   done: Callable[[], None] | None = None) -> CrossValidation:
+def cross_validate(
+    problem: Problem, k: int = 5, seed: int = 0, cal: Calibration | None = None, prior_scale: float | None = None, done: Callable[[], None] | None = None
+) -> CrossValidation:
     """k-fold cross-validation of `problem` (see the module docstring for baseline and masks).
     `cal`: the problem's calibration when it is at hand (else computed); `prior_scale`: see
     `with_prior_scale` (the baseline and start stay those of the declared priors); `done`: called

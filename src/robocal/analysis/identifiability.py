@@ -105,7 +105,14 @@ class Inclusion:
     holds: bool
 
     def to_dict(self) -> dict:
-        return {"dim_a": self.dim_a, "dim_b": self.dim_b, "residual": self.residual, "largest_angle_deg": self.largest_angle_deg, "tolerance": self.tolerance, "holds": self.holds}
+        return {
+            "dim_a": self.dim_a,
+            "dim_b": self.dim_b,
+            "residual": self.residual,
+            "largest_angle_deg": self.largest_angle_deg,
+            "tolerance": self.tolerance,
+            "holds": self.holds,
+        }
 
 
 def subspace_inclusion(a: np.ndarray, b: np.ndarray, tolerance: float = DEFAULT_INCLUSION_TOLERANCE) -> Inclusion:
@@ -149,8 +156,16 @@ def plot_spectra(series: Sequence[SpectrumSeries], path: Path, threshold: float 
     markers = "o^sDvh<>p*"
     for s in series:
         w = np.sort(np.asarray(s.eigenvalues, dtype=float))[::-1]
-        ax.plot(np.arange(1, len(w) + 1), np.maximum(w, floor), linestyle="-", linewidth=0.8, marker=markers[modes.index(s.mode) % len(markers)], markersize=3.5,
-                color=f"C{measurements.index(s.measurement)}", label=f"{s.measurement}, {s.mode}")
+        ax.plot(
+            np.arange(1, len(w) + 1),
+            np.maximum(w, floor),
+            linestyle="-",
+            linewidth=0.8,
+            marker=markers[modes.index(s.mode) % len(markers)],
+            markersize=3.5,
+            color=f"C{measurements.index(s.measurement)}",
+            label=f"{s.measurement}, {s.mode}",
+        )
     for n in sorted({len(s.eigenvalues) for s in series}):
         ax.axvline(n, color="0.8", linewidth=1.0, zorder=0)
     ax.axhline(threshold, color="k", linestyle="--", linewidth=0.8, label=f"threshold {threshold:g}")

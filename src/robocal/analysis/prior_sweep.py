@@ -34,8 +34,9 @@ def label(scale: float) -> str:
     return "no prior" if scale == 0 else f"x{scale:g}"
 
 
-def prior_sweep(problem: Problem, scales: Sequence[float] = SCALES, k: int = 5, seed: int = 0, cal: Calibration | None = None,
-                done: Callable[[], None] | None = None) -> dict:
+def prior_sweep(
+    problem: Problem, scales: Sequence[float] = SCALES, k: int = 5, seed: int = 0, cal: Calibration | None = None, done: Callable[[], None] | None = None
+) -> dict:
     """{k, seed, before, settings[{scale, label, score, converged, held_out[{name, rms}]}], recommended,
     recommendation}: the sweep's report (module docstring); `done` is called after every fold."""
     if not scales:
@@ -49,20 +50,28 @@ def prior_sweep(problem: Problem, scales: Sequence[float] = SCALES, k: int = 5, 
         cv = cross_validate(problem, k, seed, cal, prior_scale=float(scale), done=done)
         before, after = cv.held_out_score()
         report = cv.report()
-        settings.append({
-            "scale": float(scale),
-            "label": label(scale),
-            "score": after,
-            "converged": all(f.solution.converged for f in cv.folds),
-            "held_out": [{"name": m["name"], "rms": m["after"]["rms"]} for m in report["held_out"]],
-        })
+        settings.append(
+            {
+                "scale": float(scale),
+                "label": label(scale),
+                "score": after,
+                "converged": all(f.solution.converged for f in cv.folds),
+                "held_out": [{"name": m["name"], "rms": m["after"]["rms"]} for m in report["held_out"]],
+            }
+        )
     best = min(settings, key=lambda s: s["score"])
     declared = next((s for s in settings if s["scale"] == 1.0), None)
     if declared is not None and best["score"] >= declared["score"] * (1 - TIE):
         best = declared
     has_priors = any(p.prior_sigma is not None for p, m in zip(problem.layout.parameters, problem.model_parameters()) if m)
-    return {"k": k, "seed": seed, "before": before, "settings": settings, "recommended": best["scale"],
-            "recommendation": recommendation(best, declared, before, has_priors)}
+    return {
+        "k": k,
+        "seed": seed,
+        "before": before,
+        "settings": settings,
+        "recommended": best["scale"],
+        "recommendation": recommendation(best, declared, before, has_priors),
+    }
 
 
 def recommendation(best: dict, declared: dict | None, before: float, has_priors: bool) -> str:
@@ -70,8 +79,14 @@ def recommendation(best: dict, declared: dict | None, before: float, has_priors:
     `has_priors`: whether the problem declares priors on the robot (else x1 is robocal's defaults)."""
     compared = f"held-out score {best['score']:.3g} against {before:.3g} for the nominal robot"
     if best["score"] > before:
-        return f"no prior strength tried predicts held-out rows better than the nominal robot ({compared}): these data do not support a calibration of this model"
-    reference = "the declared robot prior sigmas" if has_priors else "robocal's default prior sigmas (priors: in docs/formats.md; this problem declares none on the robot)"
+        return (
+            f"no prior strength tried predicts held-out rows better than the nominal robot ({compared}): these data do not support a calibration of this model"
+        )
+    reference = (
+        "the declared robot prior sigmas"
+        if has_priors
+        else "robocal's default prior sigmas (priors: in docs/formats.md; this problem declares none on the robot)"
+    )
     if declared is not None and best is declared:
         return f"{'keep' if has_priors else 'use'} {reference} as they are (x1; {compared})"
     change = "no prior on the robot" if best["scale"] == 0 else f"{reference} times {best['scale']:g}"

@@ -109,7 +109,13 @@ class ModeAnalysis:
         top = self.combined.to_dict()
         for key in ("name", "type"):
             top.pop(key)
-        return {**top, "links": list(self.links) if self.links else None, "parameters": self.parameters, "measurements": [r.to_dict() for r in self.measurements], "inclusion": self.inclusion}
+        return {
+            **top,
+            "links": list(self.links) if self.links else None,
+            "parameters": self.parameters,
+            "measurements": [r.to_dict() for r in self.measurements],
+            "inclusion": self.inclusion,
+        }
 
 
 def check_options(problem: Problem, links, measurements, kernel_of, within) -> list[str]:

@@ -34,7 +34,9 @@ def joint_columns(q: np.ndarray, source: KinematicTree, target: KinematicTree, l
     Target joints that move none of `links` and are absent from source are 0."""
     for name in target.actuated_for(links):
         if name not in source.actuated:
-            raise RobocalError(f"joint '{name}' of {target.source or target.name} moves {', '.join(links)} but is not an actuated joint of {source.source or source.name}")
+            raise RobocalError(
+                f"joint '{name}' of {target.source or target.name} moves {', '.join(links)} but is not an actuated joint of {source.source or source.name}"
+            )
     out = np.zeros((len(q), len(target.actuated)))
     for j, name in enumerate(target.actuated):
         if name in source.actuated:

@@ -113,15 +113,36 @@ def solver_findings(cal: Judged) -> list[Finding]:
     evidence = {"iterations": s.iterations, "max_iterations": limit, "cost": s.cost}
     out = []
     if not s.converged and s.iterations >= limit:
-        out.append(Finding("iteration_limit", "fail", f"the solver stopped after {s.iterations} iterations without converging (solver.max_iterations, "
-                           "solver.tolerance): the estimate is where it stopped, not a calibration", evidence))
+        out.append(
+            Finding(
+                "iteration_limit",
+                "fail",
+                f"the solver stopped after {s.iterations} iterations without converging (solver.max_iterations, "
+                "solver.tolerance): the estimate is where it stopped, not a calibration",
+                evidence,
+            )
+        )
     elif not s.converged:
-        out.append(Finding("stalled", "fail", f"the solver stalled after {s.iterations} iterations without converging: the estimate is where it stopped, not a calibration", evidence))
+        out.append(
+            Finding(
+                "stalled",
+                "fail",
+                f"the solver stalled after {s.iterations} iterations without converging: the estimate is where it stopped, not a calibration",
+                evidence,
+            )
+        )
     residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(cal.problem.measurements, s.masks))
     n = cal.identifiability.n_parameters
     if residuals <= n:
-        out.append(Finding("too_few_residuals", "fail", f"{residuals} measured residuals for {n} parameters: the model can fit these data exactly "
-                           "whatever the robot, so the 'removed' figures say nothing; record more samples", {"residuals": residuals, "parameters": n}))
+        out.append(
+            Finding(
+                "too_few_residuals",
+                "fail",
+                f"{residuals} measured residuals for {n} parameters: the model can fit these data exactly "
+                "whatever the robot, so the 'removed' figures say nothing; record more samples",
+                {"residuals": residuals, "parameters": n},
+            )
+        )
     return out
 
 
@@ -143,14 +164,27 @@ def identifiability_findings(cal: Judged) -> list[Finding]:
         involved = sorted({name for direction in ident.kernel for name in direction}, key=cal.problem.layout.names.index)
         unheld = unheld_directions(cal)
         held_by = "only the priors hold them" if not unheld else f"{unheld} of them no prior holds either: their estimate is arbitrary"
-        out.append(Finding("rank_deficient", "warning" if unheld else "info", f"the data do not determine {len(ident.kernel)} direction(s) of the parameters, "
-                           f"involving {len(involved)} parameters ({_names(involved)}); {held_by}, and this calibration says nothing about them",
-                           {"rank": ident.rank, "n_parameters": ident.n_parameters, "unheld": unheld, "directions": ident.kernel, "parameters": involved}))
+        out.append(
+            Finding(
+                "rank_deficient",
+                "warning" if unheld else "info",
+                f"the data do not determine {len(ident.kernel)} direction(s) of the parameters, "
+                f"involving {len(involved)} parameters ({_names(involved)}); {held_by}, and this calibration says nothing about them",
+                {"rank": ident.rank, "n_parameters": ident.n_parameters, "unheld": unheld, "directions": ident.kernel, "parameters": involved},
+            )
+        )
     held = list(cal.problem.unidentifiable)
     if held:
         total = len(held) + int(cal.problem.model_parameters().sum())  # the robot's parameters, held ones included
-        out.append(Finding("held_at_nominal", "info", f"{len(held)} of the robot's {total} parameters held at nominal as not identifiable from these data "
-                           f"(parameters.select: identifiable): {_names(held)}; their errors stay in the robot", {"parameters": held, "n_parameters": total}))
+        out.append(
+            Finding(
+                "held_at_nominal",
+                "info",
+                f"{len(held)} of the robot's {total} parameters held at nominal as not identifiable from these data "
+                f"(parameters.select: identifiable): {_names(held)}; their errors stay in the robot",
+                {"parameters": held, "n_parameters": total},
+            )
+        )
     return out
 
 
@@ -171,16 +205,37 @@ def parameter_findings(cal: Judged, cfg: VerdictConfig) -> list[Finding]:
     out = []
     if implausible:
         worst = max(implausible, key=lambda e: abs(e["change"]) / e["limit"])
-        out.append(Finding("implausible_size", "fail", f"{len(implausible)} robot parameters moved beyond a plausible size ({_names([e['name'] for e in implausible])}; "
-                           f"{worst['name']} by {_length(worst['change'], worst['unit'])}): the fit has gone astray or the model is wrong", {"parameters": implausible}))
+        out.append(
+            Finding(
+                "implausible_size",
+                "fail",
+                f"{len(implausible)} robot parameters moved beyond a plausible size ({_names([e['name'] for e in implausible])}; "
+                f"{worst['name']} by {_length(worst['change'], worst['unit'])}): the fit has gone astray or the model is wrong",
+                {"parameters": implausible},
+            )
+        )
     if beyond:
         worst = max(beyond, key=lambda e: e["sigmas"])
-        out.append(Finding("beyond_prior", "warning", f"{len(beyond)} parameters moved more than {cfg.prior_sigmas:g} prior sigmas from nominal "
-                           f"({_names([e['name'] for e in beyond])}; {worst['name']} by {worst['sigmas']:.1f} sigma): the data contradict the prior "
-                           "(a prior set too tight, or a model or data error)", {"parameters": beyond}))
+        out.append(
+            Finding(
+                "beyond_prior",
+                "warning",
+                f"{len(beyond)} parameters moved more than {cfg.prior_sigmas:g} prior sigmas from nominal "
+                f"({_names([e['name'] for e in beyond])}; {worst['name']} by {worst['sigmas']:.1f} sigma): the data contradict the prior "
+                "(a prior set too tight, or a model or data error)",
+                {"parameters": beyond},
+            )
+        )
     if weak:
-        out.append(Finding("no_prior_weak", "warning", f"{len(weak)} robot parameters have no prior and the data alone leave them uncertain "
-                           f"({_names([e['name'] for e in weak])}): noise moves them freely; give them a prior (priors:)", {"parameters": weak}))
+        out.append(
+            Finding(
+                "no_prior_weak",
+                "warning",
+                f"{len(weak)} robot parameters have no prior and the data alone leave them uncertain "
+                f"({_names([e['name'] for e in weak])}): noise moves them freely; give them a prior (priors:)",
+                {"parameters": weak},
+            )
+        )
     return out
 
 
@@ -190,11 +245,25 @@ def residual_findings(cal: Judged, cfg: VerdictConfig) -> list[Finding]:
         fit = m["fit_per_residual"]
         evidence = {"measurement": m["name"], "fit_per_residual": fit, "rms_over_sigma": float(np.sqrt(fit))}
         if fit > cfg.misfit:
-            out.append(Finding("misfit", "warning", f"{m['name']}: the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma: it does not explain "
-                               "these data (model error such as joint backlash or elasticity, or a sigma set too small)", evidence))
+            out.append(
+                Finding(
+                    "misfit",
+                    "warning",
+                    f"{m['name']}: the calibrated model leaves residuals {np.sqrt(fit):.1f} times the declared sigma: it does not explain "
+                    "these data (model error such as joint backlash or elasticity, or a sigma set too small)",
+                    evidence,
+                )
+            )
         elif fit < cfg.small_residuals:
-            out.append(Finding("small_residuals", "warning", f"{m['name']}: the residuals are {np.sqrt(fit):.2f} times the declared sigma: the sigma is set too large, "
-                               "and every reported uncertainty is overstated", evidence))
+            out.append(
+                Finding(
+                    "small_residuals",
+                    "warning",
+                    f"{m['name']}: the residuals are {np.sqrt(fit):.2f} times the declared sigma: the sigma is set too large, "
+                    "and every reported uncertainty is overstated",
+                    evidence,
+                )
+            )
     return out
 
 
@@ -216,14 +285,35 @@ def crossval_findings(cal: Judged, crossval: dict, cfg: VerdictConfig) -> list[F
     out = []
     for m in crossval["held_out"]:
         before, after, train = m["before"]["rms"], m["after"]["rms"], training[m["name"]]
-        evidence = {"measurement": m["name"], "k": crossval["k"], "held_out_before": before, "held_out_after": after, "training_after": train, "unstable": unstable}
+        evidence = {
+            "measurement": m["name"],
+            "k": crossval["k"],
+            "held_out_before": before,
+            "held_out_after": after,
+            "training_after": train,
+            "unstable": unstable,
+        }
         figures = f"held-out rms {after * 1e3:.3g} mm against {before * 1e3:.3g} mm for the nominal robot and {train * 1e3:.3g} mm on the training rows"
         if after > before:
-            out.append(Finding("crossval_worse_than_nominal", "fail", f"{m['name']}: on rows it was not fitted to ({crossval['k']}-fold cross-validation) the calibrated model "
-                               f"is worse than the nominal one ({figures}): it fits noise; the parameters that change most between folds (std): {named}", evidence))
+            out.append(
+                Finding(
+                    "crossval_worse_than_nominal",
+                    "fail",
+                    f"{m['name']}: on rows it was not fitted to ({crossval['k']}-fold cross-validation) the calibrated model "
+                    f"is worse than the nominal one ({figures}): it fits noise; the parameters that change most between folds (std): {named}",
+                    evidence,
+                )
+            )
         elif after > cfg.crossval_ratio * train:
-            out.append(Finding("crossval_overfit", "warning", f"{m['name']}: {figures}, more than {cfg.crossval_ratio:g} times the training error: the fit "
-                               f"follows the noise of its rows; the parameters that change most between folds (std): {named}", evidence))
+            out.append(
+                Finding(
+                    "crossval_overfit",
+                    "warning",
+                    f"{m['name']}: {figures}, more than {cfg.crossval_ratio:g} times the training error: the fit "
+                    f"follows the noise of its rows; the parameters that change most between folds (std): {named}",
+                    evidence,
+                )
+            )
     return out
 
 
@@ -232,10 +322,16 @@ def held_out_verdict(headline: str, held_out: list[dict], warnings: list[dict]) 
     for each data file the calibrated model predicts worse than the nominal one; each generalization
     warning (`joint_uncertainty`, `extrapolation`) as a warning finding of its kind."""
     findings = [
-        Finding("held_out_worse_than_nominal", "fail", f"{e['data']}: the calibrated model is worse than the nominal one on these held-out data "
-                f"({headline} {m['before'][headline] * 1e3:.3f} -> {m['after'][headline] * 1e3:.3f} mm)",
-                {"data": e["data"], "before": m["before"][headline], "after": m["after"][headline]})
-        for e in held_out for m in e["measurements"] if m["after"][headline] > m["before"][headline]
+        Finding(
+            "held_out_worse_than_nominal",
+            "fail",
+            f"{e['data']}: the calibrated model is worse than the nominal one on these held-out data "
+            f"({headline} {m['before'][headline] * 1e3:.3f} -> {m['after'][headline] * 1e3:.3f} mm)",
+            {"data": e["data"], "before": m["before"][headline], "after": m["after"][headline]},
+        )
+        for e in held_out
+        for m in e["measurements"]
+        if m["after"][headline] > m["before"][headline]
     ]
     return Verdict(tuple(findings + [Finding(w["kind"], "warning", w["message"], {"evidence": w["evidence"]}) for w in warnings]))
 

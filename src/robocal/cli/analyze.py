@@ -17,9 +17,16 @@ from robocal.terminal import err, out
 def analyze(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     as_json: Annotated[bool, typer.Option("--json", help="print the analysis as JSON")] = False,
-    result: Annotated[Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: analyze at its calibrated parameters (default: nominal)")] = None,
+    result: Annotated[
+        Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: analyze at its calibrated parameters (default: nominal)")
+    ] = None,
     measurement: Annotated[list[str] | None, typer.Option("--measurement", help="use only these measurements (repeatable; default: all)")] = None,
-    links: Annotated[list[str] | None, typer.Option("--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes")] = None,
+    links: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes"
+        ),
+    ] = None,
     kernel_of: Annotated[str | None, typer.Option("--kernel-of", help="with --within: test kernel(this measurement) in kernel(that one)")] = None,
     within: Annotated[str | None, typer.Option("--within", help="see --kernel-of")] = None,
     threshold: Annotated[float, typer.Option("--threshold", min=0.0, help="identifiable: eigenvalue of the unweighted J^T J (SI units) above this")] = 1e-6,
@@ -68,10 +75,18 @@ def design(
     problem: Annotated[Path, typer.Argument(help="problem YAML whose measurement rows are the candidate samples")],
     n: Annotated[int, typer.Option("--n", min=1, help="samples to choose")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/design"),
-    strategy: Annotated[Strategy, typer.Option("--strategy", help="greedy; detmax: DETMAX exchanges from the greedy design; random: the baseline")] = Strategy.detmax,
-    result: Annotated[Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")] = None,
-    reference: Annotated[str | None, typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")] = None,
-    tips: Annotated[list[str] | None, typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    strategy: Annotated[
+        Strategy, typer.Option("--strategy", help="greedy; detmax: DETMAX exchanges from the greedy design; random: the baseline")
+    ] = Strategy.detmax,
+    result: Annotated[
+        Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")
+    ] = None,
+    reference: Annotated[
+        str | None, typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")
+    ] = None,
+    tips: Annotated[
+        list[str] | None, typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")
+    ] = None,
     n_test: Annotated[int, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="seed of the test set and of the random strategy")] = 0,
 ) -> None:
@@ -105,5 +120,7 @@ def design(
     with staged(out_dir) as stage:
         files = moved(write_selection(loaded, chosen, stage), stage, out_dir)
     out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {n_test} test configurations")
-    out.print(f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)")
+    out.print(
+        f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)"
+    )
     out.print("wrote " + ", ".join(str(f) for f in files), markup=False, highlight=False)

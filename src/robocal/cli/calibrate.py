@@ -39,8 +39,12 @@ def _load_and_solve(problem: Path, out_dir: Path):
 def calibrate(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
-    fail_on: Annotated[str | None, typer.Option("--fail-on", help="exit with code 1 when the verdict is this level or worse: warning or fail (docs/trust.md)")] = None,
-    crossval: Annotated[bool, typer.Option("--crossval", help="also cross-validate (5 folds, seed 0): held-out errors in report.json `crossval`, findings in the verdict")] = False,
+    fail_on: Annotated[
+        str | None, typer.Option("--fail-on", help="exit with code 1 when the verdict is this level or worse: warning or fail (docs/trust.md)")
+    ] = None,
+    crossval: Annotated[
+        bool, typer.Option("--crossval", help="also cross-validate (5 folds, seed 0): held-out errors in report.json `crossval`, findings in the verdict")
+    ] = False,
 ) -> None:
     """Calibrate: write report.json, frames.yaml, calibrated.urdf and report.html to --out."""
     from robocal.outputs import moved, staged
@@ -72,7 +76,10 @@ def crossval(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/crossval"),
     k: Annotated[int, typer.Option("--k", min=2, help="folds")] = FOLDS,
     seed: Annotated[int, typer.Option("--seed", help="seed of the fold assignment")] = 0,
-    scales: Annotated[str | None, typer.Option("--scales", help="prior strengths, comma-separated multiples of the robot's prior sigmas; 0: no prior (default 0,0.1,0.3,1,3,10)")] = None,
+    scales: Annotated[
+        str | None,
+        typer.Option("--scales", help="prior strengths, comma-separated multiples of the robot's prior sigmas; 0: no prior (default 0,0.1,0.3,1,3,10)"),
+    ] = None,
 ) -> None:
     """k-fold cross-validation under several prior strengths: held-out error per setting, a
     recommendation, crossval.json and crossval.png in --out (docs/trust.md)."""
@@ -106,10 +113,14 @@ def evaluate(
     problem: Annotated[Path, typer.Argument(help="problem YAML used for calibration")],
     result: Annotated[Path, typer.Option("--result", help="output folder of `robocal calibrate`")],
     data: Annotated[list[Path] | None, typer.Option("--data", help="data file or placement folder to evaluate on; repeat for several")] = None,
-    measurement: Annotated[str | None, typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")] = None,
+    measurement: Annotated[
+        str | None, typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")
+    ] = None,
     truth: Annotated[Path | None, typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the first tip)")] = None,
-    tips: Annotated[list[str] | None, typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")] = None,
+    tips: Annotated[
+        list[str] | None, typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")
+    ] = None,
     n: Annotated[int | None, typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,

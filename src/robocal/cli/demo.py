@@ -52,8 +52,13 @@ def study(
 
     try:
         config = StudyConfig(
-            hands=hands, sizes=csv_list(sizes, "--sizes", int, positive=True), strategies=csv_list(strategies, "--strategies"), measurements=csv_list(measurements, "--measurements"),
-            pool_per_pair=pool_per_pair, cartesian_pool=cartesian_pool, seed=seed,
+            hands=hands,
+            sizes=csv_list(sizes, "--sizes", int, positive=True),
+            strategies=csv_list(strategies, "--strategies"),
+            measurements=csv_list(measurements, "--measurements"),
+            pool_per_pair=pool_per_pair,
+            cartesian_pool=cartesian_pool,
+            seed=seed,
         )
     except ValueError as exc:
         raise RobocalError(str(exc)) from None

@@ -15,24 +15,35 @@ from robocal.terminal import out, progress_bar
 app = typer.Typer(no_args_is_help=True, help="Grasp control of the DLR-Hand II in simulation.")
 
 
-
 @app.command("evaluate")
 def grasp_evaluate(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/grasp"),
     objects: Annotated[str | None, typer.Option("--objects", help="comma-separated object names (default: the whole catalog)")] = None,
     grasps: Annotated[int, typer.Option("--grasps", min=1, help="successful grasps evaluated per object")] = 8,
     forces: Annotated[int, typer.Option("--forces", min=1, help="external forces per grasp")] = 10,
-    methods: Annotated[str, typer.Option("--methods", help="comma-separated: controller, fixed_offsets, without_wrench_estimate")] = "controller,fixed_offsets,without_wrench_estimate",
+    methods: Annotated[
+        str, typer.Option("--methods", help="comma-separated: controller, fixed_offsets, without_wrench_estimate")
+    ] = "controller,fixed_offsets,without_wrench_estimate",
     scales: Annotated[str, typer.Option("--scales", help="baseline scales, comma-separated")] = "1,1.5,2,2.5,3",
     margin: Annotated[float, typer.Option("--margin", min=0.0, help="friction margin of our controller per fingertip (N)")] = 0.5,
-    filter_time: Annotated[float, typer.Option("--filter-time", min=0.0, help="time constant of our controller's low-pass on the wrench estimate (s; 0: none)")] = 0.1,
+    filter_time: Annotated[
+        float, typer.Option("--filter-time", min=0.0, help="time constant of our controller's low-pass on the wrench estimate (s; 0: none)")
+    ] = 0.1,
     gravity: Annotated[bool, typer.Option("--gravity/--no-gravity", help="gravity on the object")] = False,
     ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
     seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
-    controller: Annotated[str, typer.Option("--controller", help="whose wrench estimator and torque predictor: analytical (convex programs on the known contacts) or learned (networks on a depth image's voxels)")] = "analytical",
-    weights: Annotated[Path | None, typer.Option("--weights", help="learned networks: a `grasp train` output or weights folder (default: the shipped weights)")] = None,
+    controller: Annotated[
+        str,
+        typer.Option(
+            "--controller",
+            help="whose wrench estimator and torque predictor: analytical (convex programs on the known contacts) or learned (networks on a depth image's voxels)",
+        ),
+    ] = "analytical",
+    weights: Annotated[
+        Path | None, typer.Option("--weights", help="learned networks: a `grasp train` output or weights folder (default: the shipped weights)")
+    ] = None,
 ) -> None:
     """The grasp-controller paper's simulated evaluation: per grasp, forces pushing on random
     surface points (10 N, 5 N for precision grasps) ramped over 4 s and held 4 s; a grasp breaks
@@ -57,7 +68,21 @@ def grasp_evaluate(
         from robocal.grasp.learned.controller import load
 
         load(weights) if weights else load()
-    config = EvaluationConfig(objects=() if objects is None else csv_list(objects, "--objects"), grasps=grasps, forces=forces, methods=chosen, scales=csv_list(scales, "--scales", float, positive=True), seed=seed, gravity=gravity, margin=margin, filter_time=filter_time, ramp=ramp, hold=hold, controller=controller, weights=str(weights or ""))
+    config = EvaluationConfig(
+        objects=() if objects is None else csv_list(objects, "--objects"),
+        grasps=grasps,
+        forces=forces,
+        methods=chosen,
+        scales=csv_list(scales, "--scales", float, positive=True),
+        seed=seed,
+        gravity=gravity,
+        margin=margin,
+        filter_time=filter_time,
+        ramp=ramp,
+        hold=hold,
+        controller=controller,
+        weights=str(weights or ""),
+    )
     object_names(config)  # unknown names are an error before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -77,17 +102,24 @@ def grasp_evaluate(
     files = [out_dir / "results.json"]
     rows = summary["methods"]
     g = summary["grasps"]
-    out.print(f"{g['objects']} objects, {g['attempts']} grasp attempts, {g['succeeded']} succeeded, {g['evaluated']} evaluated; failures: {json.dumps(g['failures'])}", markup=False, highlight=False)
+    out.print(
+        f"{g['objects']} objects, {g['attempts']} grasp attempts, {g['succeeded']} succeeded, {g['evaluated']} evaluated; failures: {json.dumps(g['failures'])}",
+        markup=False,
+        highlight=False,
+    )
     out.print(f"{'method':26s} {'scale':>5s} {'trials':>6s} {'kept %':>7s} {'torque Nm':>9s} {'q90 cm':>7s} {'q90 deg':>7s}", markup=False, highlight=False)
     for r in rows:
-        out.print(f"{r['method']:26s} {r['scale']:5g} {r['trials']:6d} {100 * r['kept']:7.1f} {r['torque_sum']:9.3f} {100 * r['translation_q90']:7.2f} {np.rad2deg(r['rotation_q90']):7.2f}", markup=False, highlight=False)
+        out.print(
+            f"{r['method']:26s} {r['scale']:5g} {r['trials']:6d} {100 * r['kept']:7.1f} {r['torque_sum']:9.3f} {100 * r['translation_q90']:7.2f} {np.rad2deg(r['rotation_q90']):7.2f}",
+            markup=False,
+            highlight=False,
+        )
     if "wrench_estimation" in summary:
         out.print("wrench estimation: " + json.dumps(summary["wrench_estimation"]), markup=False, highlight=False)
         out.print("comparison: " + json.dumps(summary["comparison"]), markup=False, highlight=False)
         files.append(plot_breaks_vs_torque(rows, out_dir / "breaks_vs_torque.png"))
         files.append(plot_deviation_densities([t for t in results["trials"] if t["force"] >= 0 and "error" not in t], rows, out_dir / "deviations.png"))
     out.print(f"{results['seconds']:.0f} s; wrote {', '.join(str(f) for f in files)}", markup=False, highlight=False)
-
 
 
 @app.command("dataset")
@@ -129,7 +161,9 @@ def grasp_train(
     width: Annotated[int, typer.Option("--width", min=4, help="width of the four dense layers")] = 256,
     channels: Annotated[str, typer.Option("--channels", help="output channels of the four 3D convolutions, comma-separated")] = "8,16,32,32",
     seed: Annotated[int, typer.Option("--seed", help="seeds the weights and the minibatches")] = 0,
-    weights: Annotated[Path | None, typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")] = None,
+    weights: Annotated[
+        Path | None, typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")
+    ] = None,
 ) -> None:
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
@@ -155,7 +189,11 @@ def grasp_train(
 
             state = train(config, data, out_dir / name, on_step)
         last = state["curves"][-1]
-        out.print(f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}", markup=False, highlight=False)
+        out.print(
+            f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}",
+            markup=False,
+            highlight=False,
+        )
     if weights is not None:
         save(load(out_dir), weights)
         out.print(f"weights of both networks in {weights}", markup=False, highlight=False)

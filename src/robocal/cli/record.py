@@ -26,7 +26,12 @@ def record_sockets(
     robot: Annotated[Path, typer.Option("--robot", help="URDF of the robot, with the ball link")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder: hole_0.csv, hole_1.csv, ... (one configuration per row, rad)")],
     link: Annotated[str, typer.Option("--link", help="the link whose origin is the ball center")] = "ball_link",
-    source: Annotated[JointSourceKind, typer.Option("--source", help="ros2: the robot's JointState topic; sim: a simulated robot and operator; replay: the configurations of a recorded folder, again")] = JointSourceKind.ros2,
+    source: Annotated[
+        JointSourceKind,
+        typer.Option(
+            "--source", help="ros2: the robot's JointState topic; sim: a simulated robot and operator; replay: the configurations of a recorded folder, again"
+        ),
+    ] = JointSourceKind.ros2,
     replay: Annotated[Path | None, typer.Option("--replay", help="with --source replay: a recorded folder (hole_<k>.csv)")] = None,
     topic: Annotated[str | None, typer.Option("--topic", help="with --source ros2: the sensor_msgs/msg/JointState topic (default: /joint_states)")] = None,
     sockets: Annotated[int, typer.Option("--sockets", min=1, max=10, help="sockets on the plate: keys 0 to N-1")] = 2,

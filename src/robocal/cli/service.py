@@ -83,4 +83,6 @@ def station(
         task = bar.add_task("uploading sessions", total=len(agent.pending()))
         answers = agent.upload_pending(lambda answer: bar.advance(task))
     offset, delay = agent.offset
-    out.print(f"uploaded {len(answers)} sessions; clock offset to the server {1e3 * offset:+.1f} ms (within {1e3 * delay / 2:.1f} ms)", markup=False, highlight=False)
+    out.print(
+        f"uploaded {len(answers)} sessions; clock offset to the server {1e3 * offset:+.1f} ms (within {1e3 * delay / 2:.1f} ms)", markup=False, highlight=False
+    )

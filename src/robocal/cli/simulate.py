@@ -29,7 +29,9 @@ def simulate_contact(
     seed: Annotated[int, typer.Option("--seed", help="seed of the true hand and of the contact search")] = 0,
     translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of a DH length (d, a) of the true hand, m")] = 0.005,
     rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of a DH angle (theta, alpha) of the true hand, deg")] = 5.0,
-    detection: Annotated[Detection, typer.Option("--detection", help="geometric: exact first touch; torque: joint-torque threshold on a compliant contact")] = Detection.geometric,
+    detection: Annotated[
+        Detection, typer.Option("--detection", help="geometric: exact first touch; torque: joint-torque threshold on a compliant contact")
+    ] = Detection.geometric,
     joint_noise: Annotated[float, typer.Option("--joint-noise", min=0.0, help="std of the encoder noise added to the recorded joint values, rad")] = 0.0,
 ) -> None:
     """Fingertip contacts of a perturbed DLR-Hand II (the paper's contact search), as a problem to calibrate.
@@ -50,11 +52,23 @@ def simulate_contact(
             bar.update(task, completed=sum(done.values()), description=f"contact search {pair[0]} / {pair[1]}")
 
         result = simulate_dlr_hand(
-            out_dir, n_per_pair=n_per_pair, seed=seed, translation=translation, rotation=float(np.deg2rad(rotation_deg)), detection=detection.value, joint_noise=joint_noise, progress=progress
+            out_dir,
+            n_per_pair=n_per_pair,
+            seed=seed,
+            translation=translation,
+            rotation=float(np.deg2rad(rotation_deg)),
+            detection=detection.value,
+            joint_noise=joint_noise,
+            progress=progress,
         )
     sim = result.sim
-    out.print(f"true hand: the {len(result.theta_true)} DH parameters of the finger joints perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})")
-    table = Table(title=f"simulated contacts ({detection.value} detection, joint noise {joint_noise:g} rad)", caption="failed drives (retried): " + " / ".join(FAILURES) + "; planned drives the nominal model rejected: " + " / ".join(REJECTIONS))
+    out.print(
+        f"true hand: the {len(result.theta_true)} DH parameters of the finger joints perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})"
+    )
+    table = Table(
+        title=f"simulated contacts ({detection.value} detection, joint noise {joint_noise:g} rad)",
+        caption="failed drives (retried): " + " / ".join(FAILURES) + "; planned drives the nominal model rejected: " + " / ".join(REJECTIONS),
+    )
     for column in ("pair", "contacts", "failed", "rejected", "mean |d| (m)"):
         table.add_column(column, justify="left" if column == "pair" else "right")
     for row in sim.summary():
@@ -63,8 +77,12 @@ def simulate_contact(
     out.print(table)
     n_failed = sum(sum(f.values()) for f in sim.failures.values())
     n_rejected = sum(sum(r.values()) for r in sim.rejections.values())
-    out.print(f"{len(sim)} contacts from {len(sim) + n_failed} executed drives ({n_failed} failed and retried); the nominal model rejected {n_rejected} planned drives")
-    out.print(f"mean |true signed distance| at the recorded joint values: {np.abs(sim.true_distance).mean():.3e} m (max {np.abs(sim.true_distance).max():.3e} m)")
+    out.print(
+        f"{len(sim)} contacts from {len(sim) + n_failed} executed drives ({n_failed} failed and retried); the nominal model rejected {n_rejected} planned drives"
+    )
+    out.print(
+        f"mean |true signed distance| at the recorded joint values: {np.abs(sim.true_distance).mean():.3e} m (max {np.abs(sim.true_distance).max():.3e} m)"
+    )
     if detection is Detection.torque:
         depth = -sim.true_distance * 1e3
         out.print(f"penetration at torque detection (mm): mean {depth.mean():.4f}, median {np.median(depth):.4f}, min {depth.min():.4f}, max {depth.max():.4f}")
@@ -78,8 +96,12 @@ def simulate_sockets(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
     link: Annotated[str, typer.Option("--link", help="the link whose origin is the ball center")] = "ball_link",
     n_per_socket: Annotated[int, typer.Option("--n-per-socket", min=1, help="configurations per socket (2 sockets per placement, 4 placements)")] = 30,
-    translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of an origin's x, y, z in the true robot, m (also the prior sigma)")] = 0.001,
-    rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of an origin's roll, pitch, yaw in the true robot, deg (also the prior sigma)")] = 0.5,
+    translation: Annotated[
+        float, typer.Option("--translation", min=0.0, help="largest error of an origin's x, y, z in the true robot, m (also the prior sigma)")
+    ] = 0.001,
+    rotation_deg: Annotated[
+        float, typer.Option("--rotation-deg", min=0.0, help="largest error of an origin's roll, pitch, yaw in the true robot, deg (also the prior sigma)")
+    ] = 0.5,
     joint_noise: Annotated[float, typer.Option("--joint-noise", min=0.0, help="std of the encoder noise added to the recorded joint values, rad")] = 1e-4,
     seed: Annotated[int, typer.Option("--seed", help="seed of the true robot, the configurations and the noise")] = 0,
 ) -> None:
@@ -99,15 +121,31 @@ def simulate_sockets(
             bar.update(task, completed=done, total=total, description=f"sampled {label}")
 
         result = run(
-            robot, out_dir, link=link, n_per_socket=n_per_socket, translation=translation, rotation=float(np.deg2rad(rotation_deg)), joint_noise=joint_noise, seed=seed, progress=progress
+            robot,
+            out_dir,
+            link=link,
+            n_per_socket=n_per_socket,
+            translation=translation,
+            rotation=float(np.deg2rad(rotation_deg)),
+            joint_noise=joint_noise,
+            seed=seed,
+            progress=progress,
         )
     truth = result.truth_json
-    out.print(f"true robot: the origins of {', '.join(truth['perturbed_joints'])} perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})")
+    out.print(
+        f"true robot: the origins of {', '.join(truth['perturbed_joints'])} perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})"
+    )
     table = Table(title=f"simulated sphere-in-socket recordings of '{link}' (joint noise {joint_noise:g} rad)")
     for column in ("placement", "socket 0 (m)", "rows", "nominal MAE (mm)", "noise floor (mm)"):
         table.add_column(column, justify="left" if column == "placement" else "right")
     for name, entry in truth["placements"].items():
-        table.add_row(name, " ".join(f"{v:.3f}" for v in entry["sockets"][0]), str(sum(entry["rows"])), f"{entry['nominal_mae'] * 1e3:.3f}", f"{entry['noise_floor_mae'] * 1e3:.4f}")
+        table.add_row(
+            name,
+            " ".join(f"{v:.3f}" for v in entry["sockets"][0]),
+            str(sum(entry["rows"])),
+            f"{entry['nominal_mae'] * 1e3:.3f}",
+            f"{entry['noise_floor_mae'] * 1e3:.4f}",
+        )
     out.print(table)
     out.print(f"wrote {len(result.files)} files to {out_dir} in {result.seconds:.1f} s (truth: {out_dir / 'truth.json'})", markup=False, highlight=False)
     for name, problem in result.problems.items():
@@ -148,7 +186,11 @@ def simulate_base(
     )
     spans = ", ".join(f"{s['name']} {s['start']:.1f}-{s['end']:.1f} s" for s in result["segments"])
     out.print(f"segments (robot clock): {spans}", markup=False, highlight=False)
-    out.print(f"wrote {len(result['files'])} files to {out_dir} in {result['seconds']:.1f} s ({truth['laser_intervals']} laser intervals)", markup=False, highlight=False)
+    out.print(
+        f"wrote {len(result['files'])} files to {out_dir} in {result['seconds']:.1f} s ({truth['laser_intervals']} laser intervals)",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.command("glove")
@@ -166,7 +208,11 @@ def simulate_glove(
     from robocal.simulation.glove import simulate_glove as run
 
     result = run(out_dir, seed=seed, n_calibration=poses, n_test=test_poses, noise=noise)
-    out.print(f"wrote {result.folder}: {poses} calibration and {test_poses} test poses, {len(result.truth)} true parameters (truth.json)", markup=False, highlight=False)
+    out.print(
+        f"wrote {result.folder}: {poses} calibration and {test_poses} test poses, {len(result.truth)} true parameters (truth.json)",
+        markup=False,
+        highlight=False,
+    )
     out.print(f"calibrate: robocal calibrate {result.problem} --out {result.folder / 'result'}", markup=False, highlight=False)
 
 
@@ -198,11 +244,24 @@ def simulate_markers(
         raise RobocalError(f"{out_dir}: exists and is not an empty folder; give a new folder")
     with err.status("simulating the marker session"):
         session = simulate_marker_session(
-            out_dir, robot, link=link, mode=chosen, n_train=n_train, n_test=n_test, translation=translation,
-            rotation=float(np.deg2rad(rotation_deg)), joint_offset=float(np.deg2rad(offset_deg)), sigma=sigma, seed=seed,
+            out_dir,
+            robot,
+            link=link,
+            mode=chosen,
+            n_train=n_train,
+            n_test=n_test,
+            translation=translation,
+            rotation=float(np.deg2rad(rotation_deg)),
+            joint_offset=float(np.deg2rad(offset_deg)),
+            sigma=sigma,
+            seed=seed,
         )
     truth = session.truth
-    out.print(f"true robot: {len(truth['parameters'])} parameters ({mode} on every actuated joint) perturbed (seed {seed}); markers on '{truth['link']}'", markup=False, highlight=False)
+    out.print(
+        f"true robot: {len(truth['parameters'])} parameters ({mode} on every actuated joint) perturbed (seed {seed}); markers on '{truth['link']}'",
+        markup=False,
+        highlight=False,
+    )
     out.print("wrote " + ", ".join(str(f) for f in session.files), markup=False, highlight=False)
     out.print(f"next: robocal calibrate {session.problem} --out {out_dir / 'result'}", markup=False, highlight=False)
 

@@ -21,13 +21,33 @@ class TeleopMode(StrEnum):
 
 @app.command("show")
 def teleop_show(
-    joints: Annotated[Path, typer.Option("--joints", help="CSV of human joint values: a column per actuated joint of the human hand (rad), a row per pose; with --sensors, raw readings: a column per sensor")],
-    sensors: Annotated[Path | None, typer.Option("--sensors", help="joint sensor file (e.g. calibrated_sensors.yaml of `robocal calibrate`) turning the raw glove readings of --joints into joint values")] = None,
+    joints: Annotated[
+        Path,
+        typer.Option(
+            "--joints",
+            help="CSV of human joint values: a column per actuated joint of the human hand (rad), a row per pose; with --sensors, raw readings: a column per sensor",
+        ),
+    ],
+    sensors: Annotated[
+        Path | None,
+        typer.Option(
+            "--sensors",
+            help="joint sensor file (e.g. calibrated_sensors.yaml of `robocal calibrate`) turning the raw glove readings of --joints into joint values",
+        ),
+    ] = None,
     row: Annotated[int, typer.Option("--row", min=1, help="the pose to show: data row N (1 = the first row after the header)")] = 1,
-    mode: Annotated[TeleopMode, typer.Option("--mode", help="joint: joint-space mapping (power grasps); fingertip: modified fingertip mapping (precision grasps)")] = TeleopMode.fingertip,
+    mode: Annotated[
+        TeleopMode, typer.Option("--mode", help="joint: joint-space mapping (power grasps); fingertip: modified fingertip mapping (precision grasps)")
+    ] = TeleopMode.fingertip,
     mapping_file: Annotated[Path | None, typer.Option("--mapping", help="mapping file (default: the packaged human hand -> DLR-Hand II mapping)")] = None,
-    objects: Annotated[list[str] | None, typer.Option("--object", help="an object in the palm frame (m), repeatable: sphere:x,y,z,r | box:x,y,z,hx,hy,hz | capsule:x0,y0,z0,x1,y1,z1,r")] = None,
-    threshold: Annotated[float | None, typer.Option("--threshold", min=0.0, help="warn when a fingertip is closer than this to another or to an object (m; default: the mapping file's)")] = None,
+    objects: Annotated[
+        list[str] | None,
+        typer.Option("--object", help="an object in the palm frame (m), repeatable: sphere:x,y,z,r | box:x,y,z,hx,hy,hz | capsule:x0,y0,z0,x1,y1,z1,r"),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option("--threshold", min=0.0, help="warn when a fingertip is closer than this to another or to an object (m; default: the mapping file's)"),
+    ] = None,
     out_file: Annotated[Path, typer.Option("--out", help="picture to write")] = Path("out/teleop.png"),
     interactive: Annotated[bool, typer.Option("--interactive", help="open an interactive 3D window instead of writing --out")] = False,
 ) -> None:
@@ -43,8 +63,9 @@ def teleop_show(
         import matplotlib
 
         if not matplotlib.get_backend().lower().startswith(("qt", "tk", "gtk", "wx", "macosx")):
-            raise RobocalError(f"--interactive needs a display and a GUI backend for matplotlib (it has '{matplotlib.get_backend()}'); "
-                               "write a picture with --out instead")
+            raise RobocalError(
+                f"--interactive needs a display and a GUI backend for matplotlib (it has '{matplotlib.get_backend()}'); write a picture with --out instead"
+            )
     table = read_table(joints)
     if row > len(table):
         raise RobocalError(f"{joints}: --row {row}, but the file has {len(table)} data rows")

@@ -137,14 +137,19 @@ def _print_table(console: Console, table: list[dict]) -> None:
         c, k, p = row["contact"], row["task"], row["task_predicted_mean"]
         t.add_row(row["model"], *(f"{v * 1e3:.3f}" for v in (c["mean"], c["std"], c["max"], k["mean"], k["max"])), "-" if p is None else f"{p * 1e3:.3f}")
     console.print(t)
-    console.print("task mean predicted: from the posterior covariance (parameter uncertainty only; the contacts' sigma is 0.1 mm while the simulated contacts are exact)")
+    console.print(
+        "task mean predicted: from the posterior covariance (parameter uncertainty only; the contacts' sigma is 0.1 mm while the simulated contacts are exact)"
+    )
 
 
 # ---- report.html ----------------------------------------------------------------------------
 
 
 def _write_html(path: Path, table: list[dict], signed: dict, held_out: ContactData, fits: dict, truth: RobotModel, theta_true: np.ndarray) -> None:
-    rows = [[r["model"], *(1e3 * r[k][s] for k, s in (("contact", "mean"), ("contact", "std"), ("contact", "max"), ("task", "mean"), ("task", "max")))] for r in table]
+    rows = [
+        [r["model"], *(1e3 * r[k][s] for k, s in (("contact", "mean"), ("contact", "std"), ("contact", "max"), ("task", "mean"), ("task", "max")))]
+        for r in table
+    ]
     summary = table_html(["model", "contact mean", "contact std", "contact max", "task mean", "task max"], rows, "errors in mm (as in Table I of the paper)")
     measurement = fits["nominal"][0].measurements[0]
     pairs = [measurement.pairs[i] for i in held_out.pair]
@@ -153,7 +158,13 @@ def _write_html(path: Path, table: list[dict], signed: dict, held_out: ContactDa
         ("Summary", summary),
         ("Contact error distribution", figure_html(_histogram(signed), "histogram of signed contact errors")),
         ("Per finger pair", figure_html(_pair_scatter(signed, pairs), "signed error before vs after, per pair")),
-        ("One contact pose", figure_html(_pose_figure(measurement.configurations(held_out)[worst], pairs[worst], fits, truth, theta_true, signed, worst), "contact pose, nominal vs calibrated")),
+        (
+            "One contact pose",
+            figure_html(
+                _pose_figure(measurement.configurations(held_out)[worst], pairs[worst], fits, truth, theta_true, signed, worst),
+                "contact pose, nominal vs calibrated",
+            ),
+        ),
     ]
     intro = "<p>Simulated DLR-Hand II: the data are the joint values at which finger pairs touched. Contact error: signed distance of the two fingertip capsules at held-out contacts (0 is exact). Task error: fingertip positions relative to the thumb, against the true hand.</p>"
     write_page(path, "Contact self-calibration demo", intro, sections)

@@ -95,4 +95,6 @@ def run_demo(out_dir: Path, console: Console) -> None:
     ident = cal.identifiability
     console.print(f"identifiable from fingertip positions: {ident.rank} of {ident.n_parameters} parameters (the prior holds the rest near nominal)")
     console.print(f"wrote {problem_file}, {out_dir / 'train.csv'}, {out_dir / 'heldout.csv'}, " + ", ".join(str(f) for f in files))
-    console.print(f"score a fingertip on the held-out file: robocal evaluate {problem_file} --result {out_dir / 'result'} --data {out_dir / 'heldout.csv'} --measurement {bodies[0].name}")
+    console.print(
+        f"score a fingertip on the held-out file: robocal evaluate {problem_file} --result {out_dir / 'result'} --data {out_dir / 'heldout.csv'} --measurement {bodies[0].name}"
+    )

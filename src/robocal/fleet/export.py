@@ -14,7 +14,9 @@ def export_urdfs(engine: Engine, folder: Path) -> list[Path]:
     """OUT/SERIAL.urdf for every unit with a calibrated URDF (its newest session's); the paths written."""
     latest: dict[str, str] = {}
     with DbSession(engine) as db:
-        rows = db.execute(select(Unit.serial, Result.urdf).join(Session, Session.unit_id == Unit.id).join(Result, Result.session_id == Session.id).order_by(Session.id))
+        rows = db.execute(
+            select(Unit.serial, Result.urdf).join(Session, Session.unit_id == Unit.id).join(Result, Result.session_id == Session.id).order_by(Session.id)
+        )
         for serial, urdf in rows:
             if urdf is not None:
                 latest[serial] = urdf

@@ -39,14 +39,23 @@ def results(engine: Engine) -> list[UnitResult]:
     """Every stored result, oldest first."""
     query = (
         sa.select(Unit.serial, Session.id, FleetModel.name, Station.name, Result.verdict, Result.parameters, Result.report)
-        .join(Session, Session.unit_id == Unit.id).join(Result, Result.session_id == Session.id)
-        .outerjoin(FleetModel, FleetModel.id == Session.model_id).outerjoin(Station, Station.id == Session.station_id)
+        .join(Session, Session.unit_id == Unit.id)
+        .join(Result, Result.session_id == Session.id)
+        .outerjoin(FleetModel, FleetModel.id == Session.model_id)
+        .outerjoin(Station, Station.id == Session.station_id)
         .order_by(Result.created, Result.id)
     )
     with DbSession(engine) as db:
         return [
-            UnitResult(serial, session, model or "-", station or "-", (verdict or {}).get("status", "none"), parameters,
-                       max((m["after"][m["headline"]] for m in json.loads(report)["measurements"]), default=float("nan")))
+            UnitResult(
+                serial,
+                session,
+                model or "-",
+                station or "-",
+                (verdict or {}).get("status", "none"),
+                parameters,
+                max((m["after"][m["headline"]] for m in json.loads(report)["measurements"]), default=float("nan")),
+            )
             for serial, session, model, station, verdict, parameters, report in db.execute(query)
         ]
 

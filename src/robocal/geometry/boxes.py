@@ -63,9 +63,7 @@ def segment_box_signed_distance(p0: jax.Array, p1: jax.Array, center: jax.Array,
 
 
 @jax.jit
-def box_box_signed_distance(
-    center_a: jax.Array, axes_a: jax.Array, half_a: jax.Array, center_b: jax.Array, axes_b: jax.Array, half_b: jax.Array
-) -> jax.Array:
+def box_box_signed_distance(center_a: jax.Array, axes_a: jax.Array, half_a: jax.Array, center_b: jax.Array, axes_b: jax.Array, half_b: jax.Array) -> jax.Array:
     """Signed distance between two boxes (exact; see the module docstring)."""
     cross, cross_ok = _cross_axes(axes_a.T, axes_b.T)
     normals = jnp.concatenate([axes_a.T, axes_b.T, cross])

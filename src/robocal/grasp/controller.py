@@ -56,6 +56,7 @@ class TorquePredictor(Protocol):
 
 T = TypeVar("T")
 
+
 def _started(value: T | None) -> T:
     """What `start` sets, once it has run."""
     if value is None:
@@ -127,7 +128,9 @@ def linearized(situation: GraspSituation) -> GraspModel:
     cached = situation.__dict__.get("_linearized")
     if cached is None:
         hand = situation.hand
-        cached = grasp_model(hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP, torque_limit=hand.effort)
+        cached = grasp_model(
+            hand, situation.grasp.q_init, situation.contacts, situation.center, mu=FRICTION, stiffness=STIFFNESS, kp=KP, torque_limit=hand.effort
+        )
         situation.__dict__["_linearized"] = cached
     return cached
 

@@ -117,7 +117,9 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
         keys = _keys(entry, method, scale, f, force.magnitude)
         controller = make(method, scale)
         try:
-            result = run_trial(hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, gravity=config.gravity, control_period=config.control_period)
+            result = run_trial(
+                hand, obj, grasp, controller, force, duration_ramp=ramp, duration_hold=hold, gravity=config.gravity, control_period=config.control_period
+            )
         except RobocalError as exc:
             return {**keys, "error": str(exc)}
         record = {**keys, **_figures(result, ramp)}
@@ -136,7 +138,15 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
 
 def _keys(entry: dict, method: str, scale: float, force: int, magnitude: float) -> dict:
     grasp = entry["grasp"]
-    return {"object": entry["object"], "attempt": entry["attempt"], "kind": grasp.kind, "method": method, "scale": scale, "force": force, "magnitude": magnitude}
+    return {
+        "object": entry["object"],
+        "attempt": entry["attempt"],
+        "kind": grasp.kind,
+        "method": method,
+        "scale": scale,
+        "force": force,
+        "magnitude": magnitude,
+    }
 
 
 def _figures(result, ramp: float) -> dict:

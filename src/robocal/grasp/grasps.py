@@ -376,13 +376,32 @@ def generate_grasps(
     return out
 
 
-def _attempt(hand: Hand, obj: GraspObject, scenes: _Scenes, rng: np.random.Generator, kind: str, attempt: int, seed: int, contact_torque: float, preload: float) -> Grasp:
+def _attempt(
+    hand: Hand, obj: GraspObject, scenes: _Scenes, rng: np.random.Generator, kind: str, attempt: int, seed: int, contact_torque: float, preload: float
+) -> Grasp:
     L = len(hand.joints)
     g = scenes.free.opt.gravity.copy()
     candidate = (_power_candidate if kind == "power" else _precision_candidate)(hand, obj, scenes, rng)
     if candidate is None:
         nan = np.full(L, np.nan)
-        return Grasp(obj.name, kind, attempt, seed, "failed", "no collision-free placement found", np.full((4, 4), np.nan), np.full((4, 4), np.nan), nan, nan, np.zeros(L), nan, nan, nan, np.zeros(0), g)
+        return Grasp(
+            obj.name,
+            kind,
+            attempt,
+            seed,
+            "failed",
+            "no collision-free placement found",
+            np.full((4, 4), np.nan),
+            np.full((4, 4), np.nan),
+            nan,
+            nan,
+            np.zeros(L),
+            nan,
+            nan,
+            nan,
+            np.zeros(0),
+            g,
+        )
     placement, q_pre, q_grasp, fingers = candidate
     closing = q_grasp - q_pre
     closing = closing / max(np.abs(closing).max(), 1e-12)

@@ -27,15 +27,17 @@ def method_rows(trials: list[dict]) -> list[dict]:
     keys = sorted({(t["method"], t["scale"]) for t in trials}, key=lambda k: (k[0] != "controller", k))
     for method, scale in keys:
         mine = [t for t in trials if (t["method"], t["scale"]) == (method, scale)]
-        rows.append({
-            "method": method,
-            "scale": scale,
-            "trials": len(mine),
-            "kept": float(np.mean([not t["broken"] for t in mine])),
-            "torque_sum": float(np.mean([t["torque_sum"] for t in mine])),
-            "translation_q90": float(np.quantile([t["max_translation"] for t in mine], 0.9)),
-            "rotation_q90": float(np.quantile([t["max_rotation"] for t in mine], 0.9)),
-        })
+        rows.append(
+            {
+                "method": method,
+                "scale": scale,
+                "trials": len(mine),
+                "kept": float(np.mean([not t["broken"] for t in mine])),
+                "torque_sum": float(np.mean([t["torque_sum"] for t in mine])),
+                "translation_q90": float(np.quantile([t["max_translation"] for t in mine], 0.9)),
+                "rotation_q90": float(np.quantile([t["max_rotation"] for t in mine], 0.9)),
+            }
+        )
     return rows
 
 
@@ -58,7 +60,10 @@ def compare(ours: dict, baseline: list[dict]) -> dict:
     if reaches:  # the least torque at which the baseline keeps as many grasps as ours
         torque_needed, how_torque = _interp(ours["kept"], kept, torque)
     else:
-        torque_needed, how_torque = None, f"never reached: at most {kept.max():.3f} kept (scale {baseline[int(kept.argmax())]['scale']:g}, {torque[kept.argmax()]:.3f} Nm)"
+        torque_needed, how_torque = (
+            None,
+            f"never reached: at most {kept.max():.3f} kept (scale {baseline[int(kept.argmax())]['scale']:g}, {torque[kept.argmax()]:.3f} Nm)",
+        )
     return {
         "kept_at_our_torque": kept_at_ours,
         "kept_at_our_torque_note": how_kept,
@@ -104,7 +109,10 @@ def summarize(results: dict) -> dict:
         "evaluated": sum(a["evaluated"] for a in attempts),
         "evaluated_by_kind": dict(Counter(a["kind"] for a in attempts if a["evaluated"])),
         "failures": dict(Counter(_reason_kind(a["reason"]) for a in attempts if a["status"] != "ok")),
-        "objects_short_of_grasps": sorted({a["object"] for a in attempts} - {o for o, n in Counter(a["object"] for a in attempts if a["evaluated"]).items() if n >= results["config"]["grasps"]}),
+        "objects_short_of_grasps": sorted(
+            {a["object"] for a in attempts}
+            - {o for o, n in Counter(a["object"] for a in attempts if a["evaluated"]).items() if n >= results["config"]["grasps"]}
+        ),
     }
     return summary
 

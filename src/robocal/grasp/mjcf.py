@@ -157,7 +157,9 @@ def qpos_to_pose(qpos: np.ndarray) -> np.ndarray:
     return out
 
 
-def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarray | None = None, gravity: bool | np.ndarray = False, fixed_object: bool = False) -> str:
+def scene_xml(
+    hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarray | None = None, gravity: bool | np.ndarray = False, fixed_object: bool = False
+) -> str:
     """The MJCF text of the hand (and the object at `object_pose`, palm frame; a static body
     when `fixed_object`). Contact pairs get placeholder parameters; `build_scene` sets the real
     ones after compiling (they need the compiled inverse weights)."""
@@ -178,7 +180,9 @@ def scene_xml(hand: Hand, obj: GraspObject | None = None, object_pose: np.ndarra
     world = ET.SubElement(root, "worldbody")
     # palm box, fixed to the world (= palm) frame
     palm = hand.palm
-    ET.SubElement(world, "geom", name="palm", type="box", pos=_fmt(palm.center), size=_fmt(palm.half_extents), contype="0", conaffinity="0", rgba="0.6 0.6 0.65 1")
+    ET.SubElement(
+        world, "geom", name="palm", type="box", pos=_fmt(palm.center), size=_fmt(palm.half_extents), contype="0", conaffinity="0", rgba="0.6 0.6 0.65 1"
+    )
     bodies = _hand_bodies(hand, world)
     _link_geometry(hand, bodies)
     if obj is not None:
@@ -341,7 +345,7 @@ def contact_parameters(inverse_mass: float) -> tuple[np.ndarray, np.ndarray]:
     mass = max(2.0 / inverse_mass, MIN_CONTACT_MASS)
     impedance = 1.0 - 1.0 / (mass * inverse_mass)
     omega = np.sqrt(CONTACT_STIFFNESS / mass)
-    solref = np.array([-omega**2, -2.0 * CONTACT_DAMPING_RATIO * omega])
+    solref = np.array([-(omega**2), -2.0 * CONTACT_DAMPING_RATIO * omega])
     solimp = np.array([impedance, impedance, 0.001, 0.5, 2.0])
     return solref, solimp
 

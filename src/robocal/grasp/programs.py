@@ -117,7 +117,9 @@ class GraspModel:
         if n and not np.allclose(np.linalg.norm(self.normals, axis=1), 1.0, atol=1e-6):
             raise RobocalError("GraspModel: the contact normals must be unit vectors")
         if not (self.mu > 0 and self.stiffness > 0 and self.kp > 0 and self.torque_limit > 0):
-            raise RobocalError(f"GraspModel: mu, stiffness, kp and torque_limit must be positive (got {self.mu}, {self.stiffness}, {self.kp}, {self.torque_limit})")
+            raise RobocalError(
+                f"GraspModel: mu, stiffness, kp and torque_limit must be positive (got {self.mu}, {self.stiffness}, {self.kp}, {self.torque_limit})"
+            )
 
     @property
     def n_contacts(self) -> int:

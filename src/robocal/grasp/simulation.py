@@ -175,7 +175,9 @@ def situation(hand: Hand, obj: GraspObject, grasp: Grasp, threshold: float = 0.0
     return GraspSituation(hand=hand, grasp=grasp, contacts=contacts, center=pose[:3, 3].copy())
 
 
-def _start_state(hand: Hand, obj: GraspObject, grasp: Grasp, gravity: bool | np.ndarray) -> tuple[mujoco.MjModel, mujoco.MjData, mjcf.SceneIndex, GraspSituation]:
+def _start_state(
+    hand: Hand, obj: GraspObject, grasp: Grasp, gravity: bool | np.ndarray
+) -> tuple[mujoco.MjModel, mujoco.MjData, mjcf.SceneIndex, GraspSituation]:
     """The scene at the grasp's settled state (its stored qpos, else q_init and the object pose), at rest."""
     pose0 = np.asarray(grasp.object_pose, dtype=float)
     model, index = mjcf.build_scene(hand, obj, pose0, gravity=gravity)
@@ -215,7 +217,17 @@ class _TrialLog:
     rotation: list[float] = field(default_factory=list)
     estimate: list[np.ndarray] = field(default_factory=list)
 
-    def record(self, data: mujoco.MjData, index: mjcf.SceneIndex, controller: Controller, t: float, wrench: np.ndarray, q_d: np.ndarray, translation: float, rotation: float) -> None:
+    def record(
+        self,
+        data: mujoco.MjData,
+        index: mjcf.SceneIndex,
+        controller: Controller,
+        t: float,
+        wrench: np.ndarray,
+        q_d: np.ndarray,
+        translation: float,
+        rotation: float,
+    ) -> None:
         self.t.append(t)
         self.wrench.append(wrench)
         self.tau.append(data.actuator_force[index.actuators].copy())

@@ -155,8 +155,9 @@ def _mcap_messages(path: Path) -> Iterator[tuple[str, str, int, object]]:
                 if schema is None or schema.name not in (JOINT_STATE, ODOMETRY):
                     continue
                 if schema.encoding != "ros2msg" or channel.message_encoding != "cdr":
-                    raise ValueError(f"topic '{channel.topic}' is {schema.encoding}/{channel.message_encoding}, "
-                                     "only ros2msg schemas with cdr messages are supported")
+                    raise ValueError(
+                        f"topic '{channel.topic}' is {schema.encoding}/{channel.message_encoding}, only ros2msg schemas with cdr messages are supported"
+                    )
                 if schema.id not in stores:
                     stores[schema.id] = get_typestore(Stores.EMPTY)
                     stores[schema.id].register(get_types_from_msg(schema.data.decode(), schema.name))
@@ -273,12 +274,15 @@ def _joint_state_messages(store, series: JointStates) -> Iterator[tuple[int, obj
     velocities = series.velocities if series.velocities is not None else np.full_like(series.positions, np.nan)
     for k, ns in enumerate(_stamps_ns(series.times)):
         present = ~np.isnan(series.positions[k])
-        yield int(ns), message(
-            header=_header(store, int(ns), k),
-            name=[name for name, p in zip(series.names, present) if p],
-            position=series.positions[k, present].astype(float),
-            velocity=velocities[k, present].astype(float) if series.velocities is not None else np.empty(0),
-            effort=np.empty(0),
+        yield (
+            int(ns),
+            message(
+                header=_header(store, int(ns), k),
+                name=[name for name, p in zip(series.names, present) if p],
+                position=series.positions[k, present].astype(float),
+                velocity=velocities[k, present].astype(float) if series.velocities is not None else np.empty(0),
+                effort=np.empty(0),
+            ),
         )
 
 
@@ -295,9 +299,12 @@ def _odometry_messages(store, series: Odometry) -> Iterator[tuple[int, object]]:
             linear=t["geometry_msgs/msg/Vector3"](x=float(vx), y=float(vy), z=0.0),
             angular=t["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=float(wz)),
         )
-        yield int(ns), t[ODOMETRY](
-            header=_header(store, int(ns), k),
-            child_frame_id="",
-            pose=t["geometry_msgs/msg/PoseWithCovariance"](pose=pose, covariance=np.zeros(36)),
-            twist=t["geometry_msgs/msg/TwistWithCovariance"](twist=twist, covariance=np.zeros(36)),
+        yield (
+            int(ns),
+            t[ODOMETRY](
+                header=_header(store, int(ns), k),
+                child_frame_id="",
+                pose=t["geometry_msgs/msg/PoseWithCovariance"](pose=pose, covariance=np.zeros(36)),
+                twist=t["geometry_msgs/msg/TwistWithCovariance"](twist=twist, covariance=np.zeros(36)),
+            ),
         )

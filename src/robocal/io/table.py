@@ -87,8 +87,11 @@ def read_table(path: str | Path) -> Table:
     """Read a CSV file with a header; blank lines are skipped, every other row must be complete."""
     path = Path(path)
     if path.is_file() and path.stat().st_size > MAX_TABLE_BYTES:
-        raise InputError(path, f"{path.stat().st_size / 2**20:.0f} MiB is more than the {MAX_TABLE_BYTES // 2**20} MiB a data file may have "
-                               "(split the recording, or choose samples with `robocal design`)")
+        raise InputError(
+            path,
+            f"{path.stat().st_size / 2**20:.0f} MiB is more than the {MAX_TABLE_BYTES // 2**20} MiB a data file may have "
+            "(split the recording, or choose samples with `robocal design`)",
+        )
     text = read_text(path, "data file")
     reader = csv.reader(text.splitlines())
     records = []

@@ -77,7 +77,9 @@ class RobotModel:
                 if sensors is not None:
                     raise RobocalError(f"joint '{name}': with joint sensors the offset is the sensor model's `{name}.offset`; give it no joint_offsets")
                 if not joint.actuated:
-                    raise RobocalError(f"joint '{name}' is not actuated ({'fixed' if not joint.moves or joint.mimic is None else 'mimics ' + joint.mimic.joint}); joint_offsets needs an actuated joint")
+                    raise RobocalError(
+                        f"joint '{name}' is not actuated ({'fixed' if not joint.moves or joint.mimic is None else 'mimics ' + joint.mimic.joint}); joint_offsets needs an actuated joint"
+                    )
                 offset_idx[tree.actuated.index(name)] = len(params)
                 kind: Kind = "translation" if joint.type == "prismatic" else "joint_offset"
                 params.append(Parameter(f"{name}.offset", kind, 0.0, unit="m" if kind == "translation" else "rad"))
@@ -92,11 +94,15 @@ class RobotModel:
             else:
                 native = "xyzrpy" if mode == "xyzrpy" else ("dh", "mdh")
                 if joint.origin.kind not in native:
-                    raise RobocalError(f"joint '{name}': parameterization '{mode}' needs a {'URDF' if mode == 'xyzrpy' else 'DH'} origin, this one is '{joint.origin.kind}'")
+                    raise RobocalError(
+                        f"joint '{name}': parameterization '{mode}' needs a {'URDF' if mode == 'xyzrpy' else 'DH'} origin, this one is '{joint.origin.kind}'"
+                    )
                 for c, coord in enumerate(joint.origin.coordinates):
                     native_idx[j, c] = len(params)
                     is_length = coord in LENGTH_COORDINATES
-                    params.append(Parameter(f"{name}.{coord}", "translation" if is_length else "rotation", joint.origin.values[c], unit="m" if is_length else "rad"))
+                    params.append(
+                        Parameter(f"{name}.{coord}", "translation" if is_length else "rotation", joint.origin.values[c], unit="m" if is_length else "rad")
+                    )
                     moves.append(frozenset((name,)))
         sensor_idx = -np.ones((len(tree.actuated), 1 + (len(sensors.sensors) if sensors else 0)), dtype=int)  # column 0: offset
         for parameter, row, column in sensors.parameters() if sensors else ():

@@ -123,7 +123,6 @@ def dh_standard(d, theta, a, alpha):
     return rz @ tz @ tx @ rx
 
 
-
 # ---- NumPy helpers for I/O (not differentiated) ---------------------------------------------
 
 

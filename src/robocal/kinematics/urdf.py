@@ -34,8 +34,9 @@ def _floats(path: Path, element, attribute: str, default: str, count: int) -> tu
     except ValueError:
         values = ()
     if len(values) != count or not all(abs(v) <= MAX_ORIGIN_VALUE for v in values):
-        raise InputError(path, f"<{element.tag} {attribute}='{text}'> must be {count} numbers, finite and within +-{MAX_ORIGIN_VALUE:g}",
-                         line=element.sourceline)
+        raise InputError(
+            path, f"<{element.tag} {attribute}='{text}'> must be {count} numbers, finite and within +-{MAX_ORIGIN_VALUE:g}", line=element.sourceline
+        )
     return values
 
 
@@ -80,8 +81,12 @@ def parse_document(path: str | Path) -> etree._ElementTree:
     if info.internalDTD is not None or info.system_url or info.public_id:
         raw = path.read_bytes()
         head = raw[: raw.find(b"<!DOCTYPE") + 1]
-        raise InputError(path, "declares a DOCTYPE; a URDF has none, and robocal reads no DTD (its entities could read local "
-                         "files, reach the network or expand without bound): remove the <!DOCTYPE ...> declaration", line=head.count(b"\n") + 1)
+        raise InputError(
+            path,
+            "declares a DOCTYPE; a URDF has none, and robocal reads no DTD (its entities could read local "
+            "files, reach the network or expand without bound): remove the <!DOCTYPE ...> declaration",
+            line=head.count(b"\n") + 1,
+        )
     return document
 
 
@@ -107,16 +112,18 @@ def load_urdf(path: str | Path) -> KinematicTree:
         if joint.name in joints:
             raise InputError(path, f"joint '{joint.name}' is defined twice (first on line {lines[joint.name]})", line=el.sourceline)
         if joint.child in parent_of:
-            raise InputError(path, f"link '{joint.child}' is the child of joints '{parent_of[joint.child]}' and '{joint.name}'; "
-                                   "a link has one parent joint", line=el.sourceline)
+            raise InputError(
+                path,
+                f"link '{joint.child}' is the child of joints '{parent_of[joint.child]}' and '{joint.name}'; a link has one parent joint",
+                line=el.sourceline,
+            )
         joints[joint.name], lines[joint.name], parent_of[joint.child] = joint, el.sourceline, joint.name
     for name, joint in joints.items():
         if joint.mimic is not None and joint.mimic.joint not in joints:
             raise InputError(path, f"joint '{name}' mimics unknown joint '{joint.mimic.joint}'", line=lines[name])
     roots = [link for link in links if link not in parent_of]
     if len(roots) != 1:
-        raise InputError(path, f"expected exactly one root link, found {', '.join(roots) or 'none'}"
-                               + ("" if roots else " (the joints form a cycle)"))
+        raise InputError(path, f"expected exactly one root link, found {', '.join(roots) or 'none'}" + ("" if roots else " (the joints form a cycle)"))
     try:
         return KinematicTree(name=robot.get("name", path.stem), root=roots[0], joints=_topological(path, roots[0], joints), source=path)
     except RobocalError as exc:  # the tree's own checks (mimic cycles), located by file
@@ -159,8 +166,16 @@ def _joint(path: Path, el, links: dict[str, int]) -> Joint:
         if not mimic_el.get("joint"):
             raise InputError(path, f"joint '{name}': <mimic> needs joint='...'", line=mimic_el.sourceline)
         mimic = Mimic(mimic_el.get("joint"), _float(path, mimic_el, "multiplier", 1.0), _float(path, mimic_el, "offset", 0.0))
-    return Joint(name=name, type=kind, parent=ends["parent"], child=ends["child"], origin=Origin("xyzrpy", xyz + rpy),
-                 axis=(float(axis[0]), float(axis[1]), float(axis[2])), mimic=mimic, limits=limits)
+    return Joint(
+        name=name,
+        type=kind,
+        parent=ends["parent"],
+        child=ends["child"],
+        origin=Origin("xyzrpy", xyz + rpy),
+        axis=(float(axis[0]), float(axis[1]), float(axis[2])),
+        mimic=mimic,
+        limits=limits,
+    )
 
 
 def _topological(path: Path, root: str, joints: dict[str, Joint]) -> tuple[Joint, ...]:

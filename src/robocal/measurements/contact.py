@@ -82,7 +82,9 @@ class ContactMeasurement(Measurement):
             self.pairs = tuple(sorted(set(keys)))
         for r, key in enumerate(keys):
             if key not in self.pairs:
-                raise InputError(path, f"pair {key} is not among the calibration data's pairs {self.pairs}", line=int(table.lines[r]), field=self.config.pair_columns[0])
+                raise InputError(
+                    path, f"pair {key} is not among the calibration data's pairs {self.pairs}", line=int(table.lines[r]), field=self.config.pair_columns[0]
+                )
         q = self.joint_matrix(table)
         pair = np.array([self.pairs.index(key) for key in keys])
         groups = tuple(ContactGroup(q[pair == k], np.flatnonzero(pair == k)) for k in range(len(self.pairs)))

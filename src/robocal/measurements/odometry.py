@@ -126,7 +126,9 @@ class OdometryMeasurement(Measurement):
                 tracked_intervals,  # motion-capture and robot-log readers: 1.5 s to import
             )
 
-            tracked = tracked_intervals(path, self.ctx.resolve(mc.log), body=mc.body, markers=mc.markers, wheels=mc.wheels, topic=mc.topic, interval=mc.interval, offset=offset)
+            tracked = tracked_intervals(
+                path, self.ctx.resolve(mc.log), body=mc.body, markers=mc.markers, wheels=mc.wheels, topic=mc.topic, interval=mc.interval, offset=offset
+            )
             intervals, self.source = tracked.intervals, tracked.provenance()
         return OdometryData(intervals.phi, intervals.motion), intervals.lines
 
@@ -144,7 +146,11 @@ class OdometryMeasurement(Measurement):
             raise RobocalError(f"measurement '{self.name}': the closed form needs the problem's drive:")
         values = dict(zip(range(drive.start, drive.stop), result.drive)) | dict(zip(range(sensor.start, sensor.stop), map(float, result.sensor)))
         fraction = self.config.trim.fraction if self.config.trim else 0.0
-        left_out = {int(i): f"trimmed in round {r}: among the worst {fraction:.0%} by translation or rotation disagreement" for i, r in enumerate(result.left_in_round) if r}
+        left_out = {
+            int(i): f"trimmed in round {r}: among the worst {fraction:.0%} by translation or rotation disagreement"
+            for i, r in enumerate(result.left_in_round)
+            if r
+        }
         return ClosedForm(values, result.keep, left_out)
 
     def predicted(self, theta, data):

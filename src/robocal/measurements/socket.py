@@ -54,6 +54,7 @@ def socket_distortion(points, socket, n_sockets: int, distance: float):
     means = socket_means(points, socket, n_sockets)
     return jnp.abs(jnp.linalg.norm(means[1] - means[0]) - distance)
 
+
 class SocketConfig(MeasurementConfig):
     type: Literal["socket"]
     link: str = Field("ball_link", description="the link whose origin is the ball center")

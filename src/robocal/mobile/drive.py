@@ -50,4 +50,3 @@ def integrate(p: DriveParameters, start, phi_left, phi_right) -> np.ndarray:
     moves = np.stack([c * steps[:, 0] - s * steps[:, 1], s * steps[:, 0] + c * steps[:, 1]], axis=1)
     xy = start[:2] + np.concatenate([np.zeros((1, 2)), np.cumsum(moves, axis=0)])
     return np.column_stack([xy, yaw])
-

@@ -79,9 +79,7 @@ def resample(times, values, new_times, *, angle_columns: Sequence[int] = ()) -> 
     t, v = _finite_series(times, values, "resample")
     new_times = np.asarray(new_times, dtype=float)
     if new_times.size and (new_times.min() < t[0] or new_times.max() > t[-1]):
-        raise RobocalError(
-            f"resample: new times span [{new_times.min():.6f}, {new_times.max():.6f}] s, outside the valid samples' [{t[0]:.6f}, {t[-1]:.6f}] s"
-        )
+        raise RobocalError(f"resample: new times span [{new_times.min():.6f}, {new_times.max():.6f}] s, outside the valid samples' [{t[0]:.6f}, {t[-1]:.6f}] s")
     columns = v.reshape(len(t), -1).copy()
     angles = list(angle_columns)
     columns[:, angles] = np.unwrap(columns[:, angles], axis=0)

@@ -53,7 +53,18 @@ def body_track(mocap: Path, body: str, markers: list[str] | None) -> tuple[np.nd
     return rec.times, planar(positions, quaternions, valid), rec
 
 
-def tracked_intervals(mocap: Path, log: Path, *, body: str, markers: list[str] | None, wheels: tuple[str, str], topic: str | None = None, interval: float = 0.5, offset: float | None = None, max_gap: float = 0.05) -> TrackedIntervals:
+def tracked_intervals(
+    mocap: Path,
+    log: Path,
+    *,
+    body: str,
+    markers: list[str] | None,
+    wheels: tuple[str, str],
+    topic: str | None = None,
+    interval: float = 0.5,
+    offset: float | None = None,
+    max_gap: float = 0.05,
+) -> TrackedIntervals:
     times, poses, rec = body_track(mocap, body, markers)
     wheel_times, angles = read_robot_log(log).wheel_angles(*wheels, topic=topic)
     clock = None
@@ -65,7 +76,10 @@ def tracked_intervals(mocap: Path, log: Path, *, body: str, markers: list[str] |
     valid_times = times[np.isfinite(poses).all(axis=1)]
     start, stop = max(wheel_times[0], valid_times[0] - offset), min(wheel_times[-1], valid_times[-1] - offset)
     if stop - start < 2 * interval:
-        raise InputError(mocap, f"the recording and the robot log {log.name} overlap by {max(stop - start, 0):.2f} s (mocap = robot + {offset:.3f} s); at least two intervals of {interval:g} s are needed")
+        raise InputError(
+            mocap,
+            f"the recording and the robot log {log.name} overlap by {max(stop - start, 0):.2f} s (mocap = robot + {offset:.3f} s); at least two intervals of {interval:g} s are needed",
+        )
     bounds = start + interval * np.arange(int((stop - start) / interval) + 1)
     # a boundary is usable when valid mocap frames lie within max_gap on both sides of it
     after = np.searchsorted(valid_times, bounds + offset)

@@ -77,7 +77,17 @@ class Problem:
         self.measurements: list[Measurement] = []
         for i, mc in enumerate(config.measurements):
             # robot is None without `robot:`, for the types with needs_robot = False; BuildContext.robot does not declare the None
-            ctx = BuildContext(path, self.robot, robot_block, self.frames, config.joint_values, self.layout, self.geometry, config_field=f"measurements[{i}]", drive=drive_block)
+            ctx = BuildContext(
+                path,
+                self.robot,
+                robot_block,
+                self.frames,
+                config.joint_values,
+                self.layout,
+                self.geometry,
+                config_field=f"measurements[{i}]",
+                drive=drive_block,
+            )
             type_name = mc.type
             kind = types[type_name]
             if kind.needs_robot and self.robot is None:
@@ -90,12 +100,23 @@ class Problem:
         if config.solver.outlier_threshold is not None:
             for m in self.measurements:
                 if not m.independent_rows:
-                    raise InputError(path, f"measurement '{m.name}' ({m.type_name}): its rows share estimates, so no row can be rejected; remove solver.outlier_threshold", field="solver.outlier_threshold")
+                    raise InputError(
+                        path,
+                        f"measurement '{m.name}' ({m.type_name}): its rows share estimates, so no row can be rejected; remove solver.outlier_threshold",
+                        field="solver.outlier_threshold",
+                    )
         names = [m.name for m in self.measurements]
         if len(set(names)) != len(names):
             raise InputError(path, "measurement names must be unique", field="measurements")
         priors = config.priors
-        by_kind = {"translation": priors.translation, "rotation": priors.rotation, "joint_offset": priors.joint_offset, "point": priors.point, "drive": priors.drive, "gain": priors.gain}
+        by_kind = {
+            "translation": priors.translation,
+            "rotation": priors.rotation,
+            "joint_offset": priors.joint_offset,
+            "point": priors.point,
+            "drive": priors.drive,
+            "gain": priors.gain,
+        }
         try:
             self.layout.set_priors(by_kind, priors.overrides)
         except KeyError as exc:
@@ -111,13 +132,19 @@ class Problem:
         sensors = None
         if config.sensors is not None:
             if config.task is not None:
-                raise InputError(path, "a task samples joint configurations, which a robot read through raw sensors does not have; remove `task:`", field="task")
+                raise InputError(
+                    path, "a task samples joint configurations, which a robot read through raw sensors does not have; remove `task:`", field="task"
+                )
             sensors_path = config.sensors if config.sensors.is_absolute() else path.parent / config.sensors
             sensors = JointSensors.load(sensors_path, tree.actuated)
         inputs = sensors.sensors if sensors else tree.actuated
         for name in config.joint_values:
             if name not in inputs:
-                raise InputError(path, f"'{name}' is not {'a sensor of ' + sensors_path.name if sensors else 'an actuated joint of ' + robot_path.name}", field=f"joint_values.{name}")
+                raise InputError(
+                    path,
+                    f"'{name}' is not {'a sensor of ' + sensors_path.name if sensors else 'an actuated joint of ' + robot_path.name}",
+                    field=f"joint_values.{name}",
+                )
         try:
             return tree, RobotModel(tree, joint_modes(tree, config.parameters, path), fixed=[*config.parameters.fixed, *self.unidentifiable], sensors=sensors)
         except RobocalError as exc:

@@ -76,13 +76,16 @@ def _value(path: Path, element: etree._Element):
     if kind == "list":
         return [_value(path, child) for child in children]
     if kind is not None or children:
-        raise InputError(path, f"calibration description: <{etree.QName(element).localname}> with kind '{kind}' and "
-                         f"{len(children)} child elements; expected kind=\"map\", kind=\"list\" or a scalar", line=element.sourceline)
+        raise InputError(
+            path,
+            f"calibration description: <{etree.QName(element).localname}> with kind '{kind}' and "
+            f'{len(children)} child elements; expected kind="map", kind="list" or a scalar',
+            line=element.sourceline,
+        )
     try:
         return yaml.safe_load(element.text or "")
     except yaml.YAMLError as exc:
-        raise InputError(path, f"calibration description: <{etree.QName(element).localname}> holds no YAML scalar ({exc})",
-                         line=element.sourceline) from None
+        raise InputError(path, f"calibration description: <{etree.QName(element).localname}> holds no YAML scalar ({exc})", line=element.sourceline) from None
 
 
 def embed(urdf: Path, problem: dict, criteria: dict | None = None) -> bytes:
@@ -110,20 +113,27 @@ def extract(urdf: Path) -> tuple[dict, dict | None]:
     robot = parse_document(urdf).getroot()
     found = robot.findall(_tag("calibration"))
     if len(found) != 1:
-        raise InputError(urdf, f"{'no' if not found else len(found)} <robocal:calibration> elements (namespace {NAMESPACE}); "
-                         "expected one: write it with `robocal describe PROBLEM.yaml --out ROBOT.urdf`")
+        raise InputError(
+            urdf,
+            f"{'no' if not found else len(found)} <robocal:calibration> elements (namespace {NAMESPACE}); "
+            "expected one: write it with `robocal describe PROBLEM.yaml --out ROBOT.urdf`",
+        )
     calibration = found[0]
     if calibration.get("version") != VERSION:
-        raise InputError(urdf, f"calibration description version '{calibration.get('version')}'; this robocal reads version {VERSION}",
-                         line=calibration.sourceline)
+        raise InputError(
+            urdf, f"calibration description version '{calibration.get('version')}'; this robocal reads version {VERSION}", line=calibration.sourceline
+        )
     parts = {etree.QName(c).localname: c for c in calibration if isinstance(c.tag, str)}
     unknown = sorted(set(parts) - {"problem", "criteria"})
     if unknown or "problem" not in parts:
-        raise InputError(urdf, f"<robocal:calibration> holds {', '.join(sorted(parts)) or 'nothing'}; expected <robocal:problem> "
-                         "and optionally <robocal:criteria>", line=calibration.sourceline)
+        raise InputError(
+            urdf,
+            f"<robocal:calibration> holds {', '.join(sorted(parts)) or 'nothing'}; expected <robocal:problem> and optionally <robocal:criteria>",
+            line=calibration.sourceline,
+        )
     problem = _value(urdf, parts["problem"])
     if not isinstance(problem, dict):
-        raise InputError(urdf, "<robocal:problem> must be a mapping (kind=\"map\")", line=parts["problem"].sourceline)
+        raise InputError(urdf, '<robocal:problem> must be a mapping (kind="map")', line=parts["problem"].sourceline)
     criteria = _value(urdf, parts["criteria"]) if "criteria" in parts else None
     return {"robot": urdf.name, **problem}, criteria
 

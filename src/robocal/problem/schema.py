@@ -90,19 +90,32 @@ MISFIT = 4.0  # mean squared whitened residual above which a model does not expl
 class VerdictConfig(Strict):
     """Thresholds of the verdict (problem file key `verdict:`); SI units."""
 
-    prior_sigmas: Positive = Field(5.0, description="a parameter more than this many prior sigmas from nominal: the data contradict the prior "
-                                   "(a Gaussian deviation beyond 5 sigma has odds below 1 in 3 million)")
+    prior_sigmas: Positive = Field(
+        5.0,
+        description="a parameter more than this many prior sigmas from nominal: the data contradict the prior "
+        "(a Gaussian deviation beyond 5 sigma has odds below 1 in 3 million)",
+    )
     max_translation: Positive = Field(0.05, description="m; a robot length error above 50 mm is a wrong model or a fit gone astray, not a manufacturing error")
     max_rotation: Positive = Field(float(np.radians(10.0)), description="rad; an angle error above 10 deg likewise")
-    weak_translation: Positive = Field(0.005, description="m; a parameter without a prior whose posterior std exceeds 5 mm is not determined "
-                                       "by the data at the size of real kinematic errors (millimetres)")
+    weak_translation: Positive = Field(
+        0.005,
+        description="m; a parameter without a prior whose posterior std exceeds 5 mm is not determined "
+        "by the data at the size of real kinematic errors (millimetres)",
+    )
     weak_rotation: Positive = Field(float(np.radians(1.0)), description="rad; likewise 1 deg")
-    misfit: Positive = Field(MISFIT, description="mean squared whitened residual above 4 (residuals twice the declared sigma): the model "
-                             "does not explain the data")
-    small_residuals: Positive = Field(0.25, description="mean squared whitened residual below 0.25 (half the declared sigma): the sigma is "
-                                      "set too large and every reported uncertainty is overstated")
-    crossval_ratio: Positive = Field(2.0, description="held-out rms over training rms; about sqrt((1 + p/N) / (1 - p/N)) for p parameters and "
-                                     "N residuals, so 2 means the parameters absorb well over half the data")
+    misfit: Positive = Field(
+        MISFIT, description="mean squared whitened residual above 4 (residuals twice the declared sigma): the model does not explain the data"
+    )
+    small_residuals: Positive = Field(
+        0.25,
+        description="mean squared whitened residual below 0.25 (half the declared sigma): the sigma is "
+        "set too large and every reported uncertainty is overstated",
+    )
+    crossval_ratio: Positive = Field(
+        2.0,
+        description="held-out rms over training rms; about sqrt((1 + p/N) / (1 - p/N)) for p parameters and "
+        "N residuals, so 2 means the parameters absorb well over half the data",
+    )
 
 
 class DriveConfig(Strict):
@@ -118,7 +131,9 @@ class ProblemConfig(Strict):
     robot: Path | None = Field(None, description="URDF or DH table; may be omitted when only a mobile base (drive:) is calibrated")
     sensors: Path | None = Field(None, description="joint sensor model (YAML): the data give raw sensor readings, joint = offset + gains @ raw")
     drive: DriveConfig | None = None
-    joint_values: dict[str, float] = Field(default_factory=dict, description="values of actuated joints (raw sensors, with `sensors:`) absent from the data (default 0)")
+    joint_values: dict[str, float] = Field(
+        default_factory=dict, description="values of actuated joints (raw sensors, with `sensors:`) absent from the data (default 0)"
+    )
     parameters: ParametersConfig = Field(default_factory=ParametersConfig)
     priors: PriorConfig = Field(default_factory=PriorConfig)
     frames: dict[str, FrameConfig] = Field(default_factory=dict)

@@ -160,7 +160,11 @@ class Session:
         if self.recording.distance is not None:
             lines.append(Text(f"distortion (mm): {_mm(figures.distortion)}   (| distance of the socket means - {self.recording.distance * 1e3:g} mm |)"))
         lines.append(Text.from_markup(f"[bold]last:[/] {escape(self.message)}"))
-        keys = "y: quit without writing; any other key: keep recording" if self.confirming else f"0-{self.recording.n_sockets - 1}: store   u: undo   w: write and quit   q: quit"
+        keys = (
+            "y: quit without writing; any other key: keep recording"
+            if self.confirming
+            else f"0-{self.recording.n_sockets - 1}: store   u: undo   w: write and quit   q: quit"
+        )
         lines.append(Text(f"keys: {keys}", style="dim"))
         return Group(*lines)
 

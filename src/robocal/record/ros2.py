@@ -43,10 +43,14 @@ def chain_configuration(latest: Mapping[str, tuple[float, float]], joints: Seque
     arrival time, s). RobocalError when nothing has arrived, when a chain joint is in none of the
     messages, or when its latest value is older than max_age."""
     if not latest:
-        raise RobocalError(f"no sensor_msgs/msg/JointState message on {topic}: is the robot's driver running, with the same ROS_DOMAIN_ID? (check with `ros2 topic echo {topic}`)")
+        raise RobocalError(
+            f"no sensor_msgs/msg/JointState message on {topic}: is the robot's driver running, with the same ROS_DOMAIN_ID? (check with `ros2 topic echo {topic}`)"
+        )
     missing = [name for name in joints if name not in latest]
     if missing:
-        raise RobocalError(f"{topic}: no position of {', '.join(missing)} in the JointState messages, which name {', '.join(sorted(latest))}; is --robot the URDF of this robot?")
+        raise RobocalError(
+            f"{topic}: no position of {', '.join(missing)} in the JointState messages, which name {', '.join(sorted(latest))}; is --robot the URDF of this robot?"
+        )
     stale = [name for name in joints if now - latest[name][1] > max_age]
     if stale:
         age = max(now - latest[name][1] for name in stale)

@@ -34,14 +34,18 @@ def print_summary(cal: Calibration, console: Console) -> None:
     task = cal.task_prediction
     if task is not None and task["predicted"]["rms"] is not None:
         p = task["predicted"]
-        console.print(f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm")
+        console.print(
+            f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm"
+        )
         if "warning" in task:
             console.print(f"[yellow]warning:[/] {escape(task['warning'])}")
     if cal.crossval is not None:
         training = {m["name"]: m["after"]["rms"] for m in metrics}
         for m in cal.crossval["held_out"]:
-            console.print(f"cross-validation ({cal.crossval['k']} folds), {escape(m['name'])}: held-out rms {m['after']['rms'] * 1e3:.3f} mm "
-                          f"(nominal robot {m['before']['rms'] * 1e3:.3f} mm, training rows {training[m['name']] * 1e3:.3f} mm)")
+            console.print(
+                f"cross-validation ({cal.crossval['k']} folds), {escape(m['name'])}: held-out rms {m['after']['rms'] * 1e3:.3f} mm "
+                f"(nominal robot {m['before']['rms'] * 1e3:.3f} mm, training rows {training[m['name']] * 1e3:.3f} mm)"
+            )
     print_verdict(cal.verdict, console)
 
 
@@ -65,9 +69,11 @@ def parameter_line(rank: int, fitted: int, held: int) -> str:
 def conditioning_line(conditioning: dict[str, float | None]) -> str:
     """Schroer's scaled condition number, said as what it means."""
     kappa = ", ".join(f"{name} {value:.0f}" if value is not None else f"{name} inf" for name, value in conditioning.items())
-    return (f"conditioning (Schroer-scaled, over the determined directions): {kappa}: the worst-determined combination of parameters "
-            "moves the measured points that many times less than the best one, so noise enters it that many times more; "
-            "whether that matters is in the parameters' std and the held-out errors (Schroer's guideline for designing poses: < 100)")
+    return (
+        f"conditioning (Schroer-scaled, over the determined directions): {kappa}: the worst-determined combination of parameters "
+        "moves the measured points that many times less than the best one, so noise enters it that many times more; "
+        "whether that matters is in the parameters' std and the held-out errors (Schroer's guideline for designing poses: < 100)"
+    )
 
 
 @contextmanager

@@ -30,8 +30,16 @@ def print_held_out(report: dict, console: Console) -> None:
     for label, m in rows:
         unit, h = m["unit"], m["headline"]
         removed = "" if m.get("removed") is None else f"{m['removed'] * 100:.1f} %"
-        table.add_row(escape(label), escape(m["name"]), str(m["n"]), f"{h} ({SCALE.get(unit, (1.0, unit))[1]})", _reading(m["before"][h], unit),
-                      _reading(m["after"][h], unit), removed, _reading(m["after"]["max"], unit))
+        table.add_row(
+            escape(label),
+            escape(m["name"]),
+            str(m["n"]),
+            f"{h} ({SCALE.get(unit, (1.0, unit))[1]})",
+            _reading(m["before"][h], unit),
+            _reading(m["after"][h], unit),
+            removed,
+            _reading(m["after"]["max"], unit),
+        )
     console.print(table)
     for warning in report["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(warning['message'])} [dim]({warning['kind']})[/]")
@@ -41,8 +49,10 @@ def print_held_out(report: dict, console: Console) -> None:
 
 def print_task(report: dict, console: Console) -> None:
     """The task error of the nominal and the calibrated robot against the true one."""
-    table = Table(title=f"task error against {Path(report['truth']).name}: {', '.join(report['tips'])} relative to {report['reference']}, "
-                  f"{report['n']} test configurations (seed {report['seed']})")
+    table = Table(
+        title=f"task error against {Path(report['truth']).name}: {', '.join(report['tips'])} relative to {report['reference']}, "
+        f"{report['n']} test configurations (seed {report['seed']})"
+    )
     for column in ("robot", "rms (mm)", "mean (mm)", "max (mm)"):
         table.add_column(column, justify="left" if column == "robot" else "right")
     for robot in ("nominal", "calibrated"):

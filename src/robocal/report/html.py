@@ -130,15 +130,24 @@ def _parameter_tables(cal: Calibration) -> str:
         factor, unit = DISPLAY.get(p["unit"], (1.0, p["unit"]))
         values = (p["nominal"], p["estimate"], p["estimate"] - p["nominal"], p["std"], p["prior_sigma"])
         groups.setdefault(unit, []).append([p["name"]] + [None if v is None else v * factor for v in values])
-    return "".join(
-        table_html(["name", f"nominal ({u})", f"estimate ({u})", f"estimate − nominal ({u})", f"std ({u})", f"prior σ ({u})"], rows, f"parameters in {u}")
-        for u, rows in groups.items()
-    ) or "<p>No parameters.</p>"
+    return (
+        "".join(
+            table_html(["name", f"nominal ({u})", f"estimate ({u})", f"estimate − nominal ({u})", f"std ({u})", f"prior σ ({u})"], rows, f"parameters in {u}")
+            for u, rows in groups.items()
+        )
+        or "<p>No parameters.</p>"
+    )
 
 
 def _solver_table(cal: Calibration) -> str:
     s = cal.solution
-    rows = [["iterations", s.iterations], ["converged", bool(s.converged)], ["seconds", s.seconds], ["compile seconds", s.compile_seconds], ["final cost", s.cost]]
+    rows = [
+        ["iterations", s.iterations],
+        ["converged", bool(s.converged)],
+        ["seconds", s.seconds],
+        ["compile seconds", s.compile_seconds],
+        ["final cost", s.cost],
+    ]
     return table_html(["", "value"], rows)
 
 
@@ -153,18 +162,24 @@ def _identifiability(cal: Calibration) -> str:
     if not ident.kernel:
         return text
     rows = [[k + 1, ", ".join(f"{name} ({weight:+.3f})" for name, weight in direction.items())] for k, direction in enumerate(ident.kernel)]
-    return text + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>" + table_html(["direction", "parameters (weight)"], rows)
+    return (
+        text
+        + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>"
+        + table_html(["direction", "parameters (weight)"], rows)
+    )
 
 
 def verdict_html(verdict: Verdict) -> str:
     """The verdict's level and its findings (code, sentence, evidence), docs/trust.md."""
     css = {"ok": "ok", "warning": "warn", "fail": "fail"}
     against = any(f.level != "info" for f in verdict.findings)
-    text = f'<p class="{css[verdict.level]}"><strong>{escape(verdict.level)}</strong>' + ("" if against else ": nothing found against this calibration") + "</p>"
+    text = (
+        f'<p class="{css[verdict.level]}"><strong>{escape(verdict.level)}</strong>' + ("" if against else ": nothing found against this calibration") + "</p>"
+    )
     if not verdict.findings:
         return text
     rows = [[f.level, f.code, f.sentence, json.dumps(f.evidence, default=float)[:600]] for f in verdict.findings]
-    return text + table_html(["level", "code", "finding", "evidence (SI units)"], rows) + '<p>What each finding means: docs/trust.md.</p>'
+    return text + table_html(["level", "code", "finding", "evidence (SI units)"], rows) + "<p>What each finding means: docs/trust.md.</p>"
 
 
 def _rejected(cal: Calibration) -> str:

@@ -17,10 +17,9 @@ def _scale(values: np.ndarray, low: float, high: float, a: float, b: float) -> n
 
 
 def _frame(inner: str, title: str, x_label: str, y_label: str, x_range: tuple[float, float], y_range: tuple[float, float]) -> str:
-    ticks = "".join(
-        f'<text x="{PAD - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="10">{v:.3g}</text>'
-        for v, y in zip(y_range, (H - PAD, PAD))
-    ) + "".join(f'<text x="{x:.1f}" y="{H - PAD + 14}" text-anchor="middle" font-size="10">{v:.3g}</text>' for v, x in zip(x_range, (PAD, W - PAD)))
+    ticks = "".join(f'<text x="{PAD - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="10">{v:.3g}</text>' for v, y in zip(y_range, (H - PAD, PAD))) + "".join(
+        f'<text x="{x:.1f}" y="{H - PAD + 14}" text-anchor="middle" font-size="10">{v:.3g}</text>' for v, x in zip(x_range, (PAD, W - PAD))
+    )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">'
         f'<title>{escape(title)}</title><rect x="{PAD}" y="{PAD}" width="{W - 2 * PAD}" height="{H - 2 * PAD}" fill="none" stroke="#999"/>'

@@ -95,4 +95,3 @@ def create_app(engine: Engine, settings: Settings | None = None) -> FastAPI:
     app.include_router(dashboard.router)
     app.add_middleware(UploadLimit, max_upload=settings.max_upload)
     return app
-

@@ -111,9 +111,11 @@ def unit_page(serial: str, request: Request) -> Response:
         entries = history(db, who, [unit.id])
     rows = ""
     for e in entries:
-        links = f'<a href="/api/results/{e["session"]}/urdf">calibrated URDF</a> <a href="/api/results/{e["session"]}/report">report</a>' if e["verdict"] else ""
+        links = (
+            f'<a href="/api/results/{e["session"]}/urdf">calibrated URDF</a> <a href="/api/results/{e["session"]}/report">report</a>' if e["verdict"] else ""
+        )
         reasons = "<br>".join(escape(r) for r in e["reasons"])
-        offset = "" if e["clock_offset"] is None else f'{1e3 * e["clock_offset"]:.1f} ms'
+        offset = "" if e["clock_offset"] is None else f"{1e3 * e['clock_offset']:.1f} ms"
         rows += f'<tr><td>{e["session"]}</td><td>{escape(e["created"])}</td><td>{escape(e["station"] or "")}</td><td>{escape(e["model"] or "")}</td><td>{offset}</td><td>{escape(e["status"])}</td><td class="verdict {escape(e["verdict"] or "")}">{escape(e["verdict"] or "")}</td><td>{reasons}</td><td>{links}</td></tr>'
     head = "<tr><th>session</th><th>recorded</th><th>station</th><th>model</th><th>clock offset</th><th>job</th><th>verdict</th><th>reasons</th><th>downloads</th></tr>"
     return page(f"robocal: {unit.serial}", f'<p><a href="/">fleet</a></p><h1>Unit {escape(unit.serial)}</h1><table id="history">{head}{rows}</table>')

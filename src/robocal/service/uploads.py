@@ -79,7 +79,9 @@ def store_upload(db: DbSession, station_id: int, model: FleetModel, serial: str,
                 raise
 
 
-def _store_once(db: DbSession, station_id: int, model: FleetModel, serial: str, files: dict[str, bytes], hashes: dict[str, str], key: str | None, clock_offset: float | None) -> dict:
+def _store_once(
+    db: DbSession, station_id: int, model: FleetModel, serial: str, files: dict[str, bytes], hashes: dict[str, str], key: str | None, clock_offset: float | None
+) -> dict:
     if key is not None:
         found = db.scalar(select(Session).where(Session.station_id == station_id, Session.idempotency_key == key))
         if found is not None:

@@ -419,4 +419,3 @@ def simulate_base(
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     written = [out / name for name in (*files, *LOGS, "laser_intervals.csv", "segments.json", "truth.json")]
     return {"files": written, "truth": truth, "segments": trajectory.segments, "seconds": time.perf_counter() - began}
-

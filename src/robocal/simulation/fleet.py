@@ -35,7 +35,16 @@ def session_problem(robot: str, joints: list[str], sigma: float, tolerance: floa
 
 
 def simulate_fleet(
-    out: Path, robot_file: Path, units: int, *, postures: int = 40, tolerance: float = 0.001, defect: float = 0.02, defect_share: float = 0.03, sigma: float = 1e-4, seed: int = 0
+    out: Path,
+    robot_file: Path,
+    units: int,
+    *,
+    postures: int = 40,
+    tolerance: float = 0.001,
+    defect: float = 0.02,
+    defect_share: float = 0.03,
+    sigma: float = 1e-4,
+    seed: int = 0,
 ) -> dict:
     """Write `units` session folders UNIT-00000 ... under `out`, and out/truth.json; returns the truth."""
     tree = load_robot(robot_file)
@@ -65,6 +74,10 @@ def simulate_fleet(
         (folder / "criteria.yaml").write_text(criteria)
         q = sample_configurations(tree, postures, seed=int(rng.integers(2**31)))
         simulate_markers(folder / "markers.csv", model, model.nominal + offsets, q, [BODY], sigma=sigma, seed=int(rng.integers(2**31)))
-        unit_truth[serial] = {"offsets": dict(zip(joints, offsets.tolist())), "defective": slipped is not None, "slipped_joint": None if slipped is None else joints[slipped]}
+        unit_truth[serial] = {
+            "offsets": dict(zip(joints, offsets.tolist())),
+            "defective": slipped is not None,
+            "slipped_joint": None if slipped is None else joints[slipped],
+        }
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     return truth

@@ -47,8 +47,18 @@ def deepest_link(tree: KinematicTree) -> str:
 
 
 def simulate_marker_session(
-    out: Path, robot_file: Path, *, link: str | None = None, mode: Mode = "full", n_train: int = 60, n_test: int = 30,
-    translation: float = 0.001, rotation: float = 0.001, joint_offset: float = 0.005, sigma: float = 1e-4, seed: int = 0,
+    out: Path,
+    robot_file: Path,
+    *,
+    link: str | None = None,
+    mode: Mode = "full",
+    n_train: int = 60,
+    n_test: int = 30,
+    translation: float = 0.001,
+    rotation: float = 0.001,
+    joint_offset: float = 0.005,
+    sigma: float = 1e-4,
+    seed: int = 0,
 ) -> MarkerSession:
     """Write a simulated marker session of a perturbed `robot_file` to `out` (module doc)."""
     tree = load_urdf(robot_file)
@@ -73,14 +83,20 @@ def simulate_marker_session(
         "robot": "robot.urdf",
         "parameters": {"joints": {name: mode for name in tree.actuated}},
         "frames": {"tracker": {"initial": "auto"}},
-        "measurements": [{"name": "markers", "type": "markers", "data": "train.csv", "link": link, "frame": "tracker", "sigma": sigma, "points": body.points(True)}],
+        "measurements": [
+            {"name": "markers", "type": "markers", "data": "train.csv", "link": link, "frame": "tracker", "sigma": sigma, "points": body.points(True)}
+        ],
     }
     (out / "problem.yaml").write_text(
         f"# A simulated motion-capture session of {tree.name} (robocal simulate markers, seed {seed}); the true robot is true.urdf.\n"
         + yaml.safe_dump(problem, sort_keys=False)
     )
     truth = {
-        "robot": robot_file.name, "link": link, "mode": mode, "seed": seed, "sigma": sigma,
+        "robot": robot_file.name,
+        "link": link,
+        "mode": mode,
+        "seed": seed,
+        "sigma": sigma,
         "half_widths": {"translation": translation, "rotation": rotation, "joint_offset": joint_offset},
         "parameters": {p.name: float(v - p0) for p, v, p0 in zip(model.parameters, theta, model.nominal)},
     }

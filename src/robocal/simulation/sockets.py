@@ -92,7 +92,9 @@ def _first_axis(chain: BallChain, theta) -> np.ndarray:
     return np.asarray(chain.robot.link_poses(jnp.asarray(theta), jnp.zeros(len(tree.actuated)), (first.child,))[0])[:2, 3]
 
 
-def default_placements(chain: BallChain, theta: np.ndarray, *, cone: float = DEFAULT_CONE, distance: float = SOCKET_DISTANCE, seed: int = 0, n: int = 4096) -> list[Placement]:
+def default_placements(
+    chain: BallChain, theta: np.ndarray, *, cone: float = DEFAULT_CONE, distance: float = SOCKET_DISTANCE, seed: int = 0, n: int = 4096
+) -> list[Placement]:
     """Four plates (front, left, right, high) scaled to the robot's workspace, so any arm gets a
     reachable, MUKCa-like set: from `n` random configurations, keep those whose approach axis is
     within the cone (the seatable poses), take their 95th-percentile horizontal distance from the
@@ -105,7 +107,9 @@ def default_placements(chain: BallChain, theta: np.ndarray, *, cone: float = DEF
     poses = np.asarray(_poses(jnp.asarray(theta), jnp.asarray(qc), chain))
     seatable = -(poses[:, :3, :3] @ np.asarray(chain.approach))[:, 2] >= np.cos(cone)
     if not seatable.any():
-        raise RobocalError(f"'{chain.link}' never points within {np.degrees(cone):.0f} deg of straight down in {n} random configurations; give the placements explicitly")
+        raise RobocalError(
+            f"'{chain.link}' never points within {np.degrees(cone):.0f} deg of straight down in {n} random configurations; give the placements explicitly"
+        )
     hub = _first_axis(chain, theta)
     points = poses[seatable, :3, 3]
     reach = float(np.percentile(np.linalg.norm(points[:, :2] - hub, axis=1), 95))
@@ -201,7 +205,15 @@ def _problem(placement: str, link: str, joints: Sequence[str], entry: dict, tran
         "parameters": {"joints": {name: "xyzrpy" for name in joints}},
         "priors": {"translation": float(translation), "rotation": float(rotation)},
         "measurements": [
-            {"name": placement, "type": "socket", "data": f"data/{placement}", "link": link, "sigma": entry["sigma"], "distance": float(distance), "distance_sigma": DISTANCE_SIGMA}
+            {
+                "name": placement,
+                "type": "socket",
+                "data": f"data/{placement}",
+                "link": link,
+                "sigma": entry["sigma"],
+                "distance": float(distance),
+                "distance_sigma": DISTANCE_SIGMA,
+            }
         ],
     }
 
@@ -313,4 +325,6 @@ def simulate_sockets(
     }
     files.append(out / "truth.json")
     files[-1].write_text(json.dumps(truth_json, indent=1) + "\n")
-    return SocketSimulation(truth, np.array(theta_true), chain, placements, configurations, recorded, truth_json, problems, files, time.perf_counter() - started)
+    return SocketSimulation(
+        truth, np.array(theta_true), chain, placements, configurations, recorded, truth_json, problems, files, time.perf_counter() - started
+    )

@@ -111,7 +111,9 @@ class LevenbergMarquardt:
         # for a hand with contacts) for the same values.
         r = jax.eval_shape(self.residual, phi0)
         zero = partial(jnp.zeros, dtype=r.dtype)
-        return LMState(phi0, zero(r.shape), zero((r.shape[0], phi0.shape[0])), jnp.asarray(True), jnp.asarray(1.0), jnp.asarray(2.0), jnp.asarray(0), jnp.asarray(False))
+        return LMState(
+            phi0, zero(r.shape), zero((r.shape[0], phi0.shape[0])), jnp.asarray(True), jnp.asarray(1.0), jnp.asarray(2.0), jnp.asarray(0), jnp.asarray(False)
+        )
 
     def _linearize(self, phi: jax.Array) -> tuple[jax.Array, jax.Array]:
         return self.residual(phi), jax.jacfwd(self.residual)(phi)
@@ -169,7 +171,9 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
     return full(state.phi), state.steps, state.done
 
 
-def solve_many(problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 1000, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+def solve_many(
+    problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 1000, tolerance: float = 1e-10
+) -> tuple[np.ndarray, np.ndarray]:
     """MAP estimates for a batch of row selections of one problem (e.g. one calibration per
     design and set size): masks[k] (B, n_k) selects the rows of measurement k for each of the B
     solves. Returns (B, p) estimates and a (B,) converged flag; plain least squares (no robust

@@ -103,10 +103,24 @@ def _problem_files(config: StudyConfig, folder: Path) -> dict[str, Path]:
     common = {"robot": DLR_ROBOT, "parameters": DLR_PARAMETERS, "priors": {"translation": config.translation, "rotation": config.rotation}}
     bodies = [MarkerBody(tip, tip, np.zeros((1, 3))) for tip in TIPS]
     problems = {
-        "contact": {**common, "geometry": {"files": [DLR_GEOMETRY]}, "measurements": [{"name": "contacts", "type": "contact", "data": "contact.csv", "sigma": config.sigma}]},
+        "contact": {
+            **common,
+            "geometry": {"files": [DLR_GEOMETRY]},
+            "measurements": [{"name": "contacts", "type": "contact", "data": "contact.csv", "sigma": config.sigma}],
+        },
         "cartesian": {
             **common,
-            "measurements": [{"name": b.name, "type": "markers", "data": "cartesian.csv", "sigma": max(config.marker_noise, config.sigma), "link": b.link, "points": b.points()} for b in bodies],
+            "measurements": [
+                {
+                    "name": b.name,
+                    "type": "markers",
+                    "data": "cartesian.csv",
+                    "sigma": max(config.marker_noise, config.sigma),
+                    "link": b.link,
+                    "points": b.points(),
+                }
+                for b in bodies
+            ],
         },
     }
     paths = {}
@@ -176,7 +190,9 @@ class HandStudy:
                 for c in chosen:
                     k, i = index[c]
                     masks[k][b, i] = 1.0
-            thetas, converged = solve_many(map_problem, theta0, masks, max_iterations=problem.config.solver.max_iterations, tolerance=problem.config.solver.tolerance)
+            thetas, converged = solve_many(
+                map_problem, theta0, masks, max_iterations=problem.config.solver.max_iterations, tolerance=problem.config.solver.tolerance
+            )
             errors = [score(problem, theta) for theta in thetas]
             row[name] = {
                 strategy: {

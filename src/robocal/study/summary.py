@@ -27,7 +27,8 @@ def summarize(config: StudyConfig, rows: list[dict], seconds: float) -> dict:
     sizes = sorted(config.sizes)
     curves: dict[str, dict[str, dict[str, Any]]] = {
         m: {
-            s: {stat: _band(np.array([row[m][s][stat] for row in rows])) for stat in ("mean", "max")} | {"not_converged": int(sum(not c for row in rows for c in row[m][s]["converged"]))}
+            s: {stat: _band(np.array([row[m][s][stat] for row in rows])) for stat in ("mean", "max")}
+            | {"not_converged": int(sum(not c for row in rows for c in row[m][s]["converged"]))}
             for s in config.strategies
         }
         for m in config.measurements

@@ -134,10 +134,14 @@ def load_mapping(path: str | Path | None = None) -> MappingConfig:
         for tree, side in ((human, "human"), (robot, "robot")):
             link = getattr(f.reference, side).link
             if not _fixed_to_root(tree, link):
-                raise InputError(path, f"'{link}' moves with the {side} hand's joints; a reference must be fixed to '{tree.root}'", field=f"{where}.reference.{side}.link")
+                raise InputError(
+                    path, f"'{link}' moves with the {side} hand's joints; a reference must be fixed to '{tree.root}'", field=f"{where}.reference.{side}.link"
+                )
         moving = robot.actuated_for([f.robot_tip])
         if set(f.joints) != set(moving):
-            raise InputError(path, f"the joint map must name exactly the actuated joints that move '{f.robot_tip}': {', '.join(moving)}", field=f"{where}.joints")
+            raise InputError(
+                path, f"the joint map must name exactly the actuated joints that move '{f.robot_tip}': {', '.join(moving)}", field=f"{where}.joints"
+            )
         for joint in moving:
             if joint in owner:
                 raise InputError(path, f"joint '{joint}' also moves finger '{owner[joint]}'; fingers must not share joints", field=f"{where}.joints")
@@ -147,10 +151,19 @@ def load_mapping(path: str | Path | None = None) -> MappingConfig:
         terms = [f.joints[j] for j in moving]
         fingers.append(
             Finger(
-                name, f.human_tip, f.robot_tip, moving, tuple(t.human for t in terms),
-                np.array([t.scale for t in terms]), np.array([t.offset for t in terms]),
-                f.reference.human.link, np.array(f.reference.human.xyz), f.reference.robot.link, np.array(f.reference.robot.xyz),
-                np.asarray(tf.rpy_to_matrix(np.array(f.reference.rpy))), f.contact_link,
+                name,
+                f.human_tip,
+                f.robot_tip,
+                moving,
+                tuple(t.human for t in terms),
+                np.array([t.scale for t in terms]),
+                np.array([t.offset for t in terms]),
+                f.reference.human.link,
+                np.array(f.reference.human.xyz),
+                f.reference.robot.link,
+                np.array(f.reference.robot.xyz),
+                np.asarray(tf.rpy_to_matrix(np.array(f.reference.rpy))),
+                f.contact_link,
             )
         )
     unmapped = [j for j in robot.actuated if j not in owner]

@@ -99,7 +99,11 @@ class HandMapping:
         """Human actuated joint values as a finite vector in tree order, from a vector or a dict."""
         names = self.config.human.actuated
         if isinstance(values, Mapping):
-            problems = [f"{what} {', '.join(found)}" for what, found in (("missing", [n for n in names if n not in values]), ("unknown", [n for n in values if n not in names])) if found]
+            problems = [
+                f"{what} {', '.join(found)}"
+                for what, found in (("missing", [n for n in names if n not in values]), ("unknown", [n for n in values if n not in names]))
+                if found
+            ]
             if problems:
                 raise RobocalError("human joint values: " + "; ".join(problems))
             values = [values[n] for n in names]

@@ -171,7 +171,9 @@ class ClosestReach:
         x, r, cost = jax.vmap(self._descend, in_axes=(0, None))(starts, targets)  # (1 + B, F, ...)
         score = jnp.sqrt(cost)  # (1 + B, F): m, like the distance
         best = jnp.min(score[1:], axis=0)
-        use = jnp.where(best < score[0] - TIE, 1 + jnp.min(jnp.where(score[1:] <= best, jnp.arange(seeds.shape[1])[:, None], seeds.shape[1]), axis=0), 0)  # (F,)
+        use = jnp.where(
+            best < score[0] - TIE, 1 + jnp.min(jnp.where(score[1:] <= best, jnp.arange(seeds.shape[1])[:, None], seeds.shape[1]), axis=0), 0
+        )  # (F,)
 
         def pick(a):
             return jnp.take_along_axis(a, use[None, :, None], axis=0)[0]

@@ -37,4 +37,10 @@ def quiet_force(estimator: Scaled, data: Path, split: str = "test") -> dict:
     raw = np.linalg.norm(wrench[:, :3], axis=1)
     force = np.minimum(raw, scale)
     applied = np.linalg.norm(targets[quiet, :3], axis=1)
-    return {"samples": int(quiet.sum()), "mean_applied": float(applied.mean()), "mean_force": float(force.mean()), "max_force": float(force.max()), "mean_network_force": float(raw.mean())}
+    return {
+        "samples": int(quiet.sum()),
+        "mean_applied": float(applied.mean()),
+        "mean_force": float(force.mean()),
+        "max_force": float(force.max()),
+        "mean_network_force": float(raw.mean()),
+    }

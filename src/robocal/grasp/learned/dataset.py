@@ -67,7 +67,9 @@ def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
     sequence = np.random.SeedSequence([config.seed, index])
     grasp_seed, sample_seed = (int(s.generate_state(1)[0]) for s in sequence.spawn(2))
     rng = np.random.default_rng(sample_seed)
-    attempts = generate_grasps(hand, obj, seed=grasp_seed, n_power=config.power, n_precision=config.precision, until_ok=True, max_attempts=2 * max(config.power, config.precision, 1))
+    attempts = generate_grasps(
+        hand, obj, seed=grasp_seed, n_power=config.power, n_precision=config.precision, until_ok=True, max_attempts=2 * max(config.power, config.precision, 1)
+    )
     per_grasp, sample_rows = [], []
     for grasp in (g for g in attempts if g.ok):
         try:

@@ -39,13 +39,9 @@ def wrench_loss(wrench: jnp.ndarray, wrench_true: jnp.ndarray, scale: jnp.ndarra
     return jnp.mean(jnp.where(mask, jnp.sum((wrench - wrench_true) ** 2, axis=-1), 0.0))
 
 
-def estimator_loss(
-    wrench: jnp.ndarray, scale: jnp.ndarray, wrench_true: jnp.ndarray, t: float = QUANTILE
-) -> jnp.ndarray:
+def estimator_loss(wrench: jnp.ndarray, scale: jnp.ndarray, wrench_true: jnp.ndarray, t: float = QUANTILE) -> jnp.ndarray:
     """Minimal-wrench loss: scale loss plus masked wrench loss (the paper's sum)."""
-    return scale_loss(scale, ground_truth_scale(wrench_true), t) + wrench_loss(
-        wrench, wrench_true, scale
-    )
+    return scale_loss(scale, ground_truth_scale(wrench_true), t) + wrench_loss(wrench, wrench_true, scale)
 
 
 def l2_loss(prediction: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:

@@ -39,18 +39,13 @@ class GraspNetwork(eqx.Module):
         the output; channels: the four convolutions' output channels; width: dense width."""
         keys = jax.random.split(key, len(channels) + 4)
         sizes = (1,) + tuple(channels)
-        self.convs = tuple(
-            eqx.nn.Conv3d(sizes[i], sizes[i + 1], 3, stride=2, padding=1, key=keys[i])
-            for i in range(len(channels))
-        )
+        self.convs = tuple(eqx.nn.Conv3d(sizes[i], sizes[i + 1], 3, stride=2, padding=1, key=keys[i]) for i in range(len(channels)))
         side = grid
         for _ in channels:
             side = (side + 1) // 2  # kernel 3, stride 2, padding 1
         n_features = channels[-1] * side**3
         dims = (n_features + n_inputs, width, width, width, n_outputs)
-        self.dense = tuple(
-            eqx.nn.Linear(dims[i], dims[i + 1], key=keys[len(channels) + i]) for i in range(4)
-        )
+        self.dense = tuple(eqx.nn.Linear(dims[i], dims[i + 1], key=keys[len(channels) + i]) for i in range(4))
 
     def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
         """Object features (F,) of an occupancy grid (G, G, G)."""

@@ -199,7 +199,14 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     if loaded is None:
         constant = constant_loss(config, train_split[3], val_split[3])
         dataset = json.loads((Path(data) / MANIFEST).read_text())
-        state = {"config": config.model_dump(mode="json"), "dataset": dataset, "grid": grid, "step": 0, "curves": [[0, None, evaluate(model, loss, val_split)]], "constant_val_loss": constant}
+        state = {
+            "config": config.model_dump(mode="json"),
+            "dataset": dataset,
+            "grid": grid,
+            "step": 0,
+            "curves": [[0, None, evaluate(model, loss, val_split)]],
+            "constant_val_loss": constant,
+        }
     else:
         (model, opt_state), state = loaded
     key = jax.random.PRNGKey(config.seed + 1)
@@ -238,4 +245,9 @@ def write_curves(path: Path, state: dict) -> None:
     ax.legend()
     config = state["config"]
     rows = [[k, json.dumps(v)] for k, v in config.items()]
-    write_page(path, f"learning curves: {config['network']}", f"<p>step {state['step']} of {config['steps']}</p>", [("losses", figure_html(fig, "learning curves")), ("configuration", table_html(["setting", "value"], rows))])
+    write_page(
+        path,
+        f"learning curves: {config['network']}",
+        f"<p>step {state['step']} of {config['steps']}</p>",
+        [("losses", figure_html(fig, "learning curves")), ("configuration", table_html(["setting", "value"], rows))],
+    )

@@ -63,10 +63,7 @@ def read_c3d(path: str | Path) -> MocapRecording:
     check_unique(path, labels)
     scale = length_scale(path, units or "mm", field="POINT:UNITS")
     valid = data[:, :, 3] >= 0
-    markers = {
-        label: MarkerTrack(np.where(valid[:, i, None], data[:, i, :3] * scale, np.nan), valid[:, i])
-        for i, label in enumerate(labels)
-    }
+    markers = {label: MarkerTrack(np.where(valid[:, i, None], data[:, i, :3] * scale, np.nan), valid[:, i]) for i, label in enumerate(labels)}
     times = (first - 1 + np.arange(len(data))) / rate
     return MocapRecording(path, rate, times, {}, markers)
 

@@ -23,8 +23,7 @@ def length_scale(path: Path, unit: str, *, line: int | None = None, field: str |
     try:
         return LENGTH_UNITS[unit.strip().lower()]
     except KeyError:
-        raise InputError(path, f"unknown length unit '{unit.strip()}' (known: {', '.join(LENGTH_UNITS)})",
-                         line=line, field=field) from None
+        raise InputError(path, f"unknown length unit '{unit.strip()}' (known: {', '.join(LENGTH_UNITS)})", line=line, field=field) from None
 
 
 def frame_numbers(rec: MocapRecording) -> np.ndarray:

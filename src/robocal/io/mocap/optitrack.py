@@ -37,8 +37,7 @@ from robocal.io.mocap.formats import (
 from robocal.io.mocap.recording import BodyTrack, MarkerTrack, MocapRecording
 
 DECIMALS = 9
-BODY_COLUMNS = [("Rotation", "X"), ("Rotation", "Y"), ("Rotation", "Z"), ("Rotation", "W"),
-                ("Position", "X"), ("Position", "Y"), ("Position", "Z")]
+BODY_COLUMNS = [("Rotation", "X"), ("Rotation", "Y"), ("Rotation", "Z"), ("Rotation", "W"), ("Position", "X"), ("Position", "Y"), ("Position", "Z")]
 MARKER_COLUMNS = [("Position", "X"), ("Position", "Y"), ("Position", "Z")]
 
 
@@ -59,7 +58,7 @@ def read_optitrack_csv(path: str | Path) -> MocapRecording:
     scale = length_scale(path, meta.get("Length Units", "Meters"), line=1, field="Length Units")
 
     axis_at, columns, labels = _header(path, rows)
-    block = CsvBlock.from_rows(path, rows[axis_at + 1:], labels)
+    block = CsvBlock.from_rows(path, rows[axis_at + 1 :], labels)
     block.numbers(0, required=True)  # a frame number that is not a number is a broken row
     times = block.numbers(1, required=True)
     if np.any(np.diff(times) <= 0):
@@ -96,8 +95,7 @@ def _header(path: Path, rows: list[tuple[int, list[str]]]) -> tuple[int, dict, l
     if not fields:
         raise InputError(path, f"no ',,Rotation/Position,...' header row before line {rows[axis_at][0]}")
     axis_line, axes = rows[axis_at]
-    types, names, field = (_padded(header["Type"][1], len(axes)), _padded(header["Name"][1], len(axes)),
-                           _padded(fields[0][1], len(axes)))
+    types, names, field = (_padded(header["Type"][1], len(axes)), _padded(header["Name"][1], len(axes)), _padded(fields[0][1], len(axes)))
     columns: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
     for c in range(2, len(axes)):
         if types[c] in ("Rigid Body", "Marker"):
@@ -131,9 +129,26 @@ def write_optitrack_csv(rec: MocapRecording, path: str | Path) -> None:
     """Write `rec` as a Motive "Format Version 1.23" CSV export (metres, quaternion rotations)."""
     path = Path(path)
     n = len(rec)
-    meta = ["Format Version", "1.23", "Take Name", path.stem, "Capture Frame Rate", repr(float(rec.rate)),
-            "Export Frame Rate", repr(float(rec.rate)), "Total Frames in Take", n, "Total Exported Frames", n,
-            "Rotation Type", "Quaternion", "Length Units", "Meters", "Coordinate Space", "Global"]
+    meta = [
+        "Format Version",
+        "1.23",
+        "Take Name",
+        path.stem,
+        "Capture Frame Rate",
+        repr(float(rec.rate)),
+        "Export Frame Rate",
+        repr(float(rec.rate)),
+        "Total Frames in Take",
+        n,
+        "Total Exported Frames",
+        n,
+        "Rotation Type",
+        "Quaternion",
+        "Length Units",
+        "Meters",
+        "Coordinate Space",
+        "Global",
+    ]
     types, names, ids, fields, axes = ["", "Type"], ["", "Name"], ["", "ID"], ["", ""], ["Frame", "Time (Seconds)"]
     blocks = []
     tracks = [("Rigid Body", name, BODY_COLUMNS, np.hstack([b.quaternions, b.positions])) for name, b in rec.bodies.items()]
@@ -146,6 +161,5 @@ def write_optitrack_csv(rec: MocapRecording, path: str | Path) -> None:
         axes += [a for _, a in wanted]
         blocks.append(format_cells(values, DECIMALS))
     frames = frame_numbers(rec)
-    data = np.hstack([frames[:, None].astype(str).astype(object),
-                      np.char.mod(f"%.{DECIMALS}f", rec.times)[:, None].astype(object), *blocks])
+    data = np.hstack([frames[:, None].astype(str).astype(object), np.char.mod(f"%.{DECIMALS}f", rec.times)[:, None].astype(object), *blocks])
     write_csv_rows(path, [meta, [], types, names, ids, fields, axes, *data.tolist()])

@@ -121,12 +121,13 @@ class MocapRecording:
                 rotations[body.valid] = Rotation.from_quat(body.quaternions[body.valid]).as_matrix()
             return body.positions.copy(), rotations, body.valid.copy()
         if markers is None:
-            raise self._error(f"'{name}' is not a rigid body of the recording; pass the markers to fit it from "
-                              f"(bodies: {_names(self.bodies)}; markers: {_names(self.markers)})")
+            raise self._error(
+                f"'{name}' is not a rigid body of the recording; pass the markers to fit it from "
+                f"(bodies: {_names(self.bodies)}; markers: {_names(self.markers)})"
+            )
         unknown = [m for m in markers if m not in self.markers]
         if unknown:
-            raise self._error(f"unknown marker(s) {', '.join(repr(m) for m in unknown)} for body '{name}' "
-                              f"(markers: {_names(self.markers)})")
+            raise self._error(f"unknown marker(s) {', '.join(repr(m) for m in unknown)} for body '{name}' (markers: {_names(self.markers)})")
         if len(set(markers)) < 3:
             raise self._error(f"body '{name}' needs at least 3 distinct markers, got {len(set(markers))}")
         return _fit_body(self, name, list(dict.fromkeys(markers)))

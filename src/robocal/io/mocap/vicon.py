@@ -85,8 +85,7 @@ class _Section:
         bad = (sub != 0) | (self.frames != np.round(self.frames))
         bad[1:] |= np.diff(self.frames) <= 0
         if bad.any():
-            raise InputError(path, f"section '{name}': frames must be increasing integers with sub frame 0",
-                             line=int(self.block.lines[np.argmax(bad)]))
+            raise InputError(path, f"section '{name}': frames must be increasing integers with sub frame 0", line=int(self.block.lines[np.argmax(bad)]))
 
     def values(self, track: str, axes: list[str]) -> tuple[np.ndarray, list[int]]:
         """(values (frames, len(axes)), their columns) of a track; missing axes are an InputError."""
@@ -99,8 +98,9 @@ class _Section:
     def unit(self, column: int, known) -> str:
         unit = self.units[column]
         if unit.lower() not in known:
-            raise InputError(self.path, f"section '{self.name}': unknown unit '{unit}' (known: {', '.join(known)})",
-                             line=self.units_line, field=self.block.labels[column])
+            raise InputError(
+                self.path, f"section '{self.name}': unknown unit '{unit}' (known: {', '.join(known)})", line=self.units_line, field=self.block.labels[column]
+            )
         return unit.lower()
 
 
@@ -131,8 +131,7 @@ def read_vicon_csv(path: str | Path) -> MocapRecording:
     first = next(iter(sections.values()))
     for other in sections.values():
         if other.rate != first.rate or not np.array_equal(other.frames, first.frames):
-            raise InputError(path, f"sections '{first.name}' and '{other.name}' do not hold the same frames at the same rate",
-                             line=other.line)
+            raise InputError(path, f"sections '{first.name}' and '{other.name}' do not hold the same frames at the same rate", line=other.line)
     bodies, markers = {}, {}
     if "Segments" in sections:
         section = sections["Segments"]
@@ -179,5 +178,4 @@ def write_vicon_csv(rec: MocapRecording, path: str | Path) -> None:
 
 def _section(name: str, rec: MocapRecording, tracks: list[str], axes: list[str], units: list[str], data: np.ndarray) -> list[list]:
     names = ["", ""] + [cell for track in tracks for cell in [track] + [""] * (len(axes) - 1)]
-    return [[name], [repr(float(rec.rate))], names, ["Frame", "Sub Frame"] + axes * len(tracks),
-            ["", ""] + units * len(tracks), *data.tolist(), []]
+    return [[name], [repr(float(rec.rate))], names, ["Frame", "Sub Frame"] + axes * len(tracks), ["", ""] + units * len(tracks), *data.tolist(), []]

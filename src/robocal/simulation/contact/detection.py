@@ -54,7 +54,9 @@ def execute_drives(search: Search, pair: BodyPair, drives: list[Drive]) -> tuple
     dt = dt[k3]
     g = np.argmax(dt[:, :, pair.p] <= 0.0, axis=1)
     args = (jnp.asarray(search.theta_true), padded(start[k3], BATCH), padded(dq[k3], BATCH))
-    roots = contact_roots(*args, padded(grid[g - 1], BATCH), padded(grid[g], BATCH), jnp.full(BATCH, pair.p), search.lower, search.upper, search.truth, search.scene)
+    roots = contact_roots(
+        *args, padded(grid[g - 1], BATCH), padded(grid[g], BATCH), jnp.full(BATCH, pair.p), search.lower, search.upper, search.truth, search.scene
+    )
     s_hit = np.asarray(roots)[: len(k3)]
     detected = np.ones(len(k3), bool)
     if search.options.detection == "torque":

@@ -99,7 +99,20 @@ def simulate_dlr_hand(
     for name in (DLR_ROBOT, DLR_GEOMETRY):
         (out_dir / name).write_text(models.joinpath(name).read_text())
     tree, geometry, truth, theta_true = perturbed_dlr_hand(float(translation), float(rotation), int(seed))
-    sim = simulate_contacts(truth, truth.nominal, truth, theta_true, geometry, dlr_hand_pairs(), n_per_pair, seed, detection=detection, joint_noise=joint_noise, progress=progress, **options)
+    sim = simulate_contacts(
+        truth,
+        truth.nominal,
+        truth,
+        theta_true,
+        geometry,
+        dlr_hand_pairs(),
+        n_per_pair,
+        seed,
+        detection=detection,
+        joint_noise=joint_noise,
+        progress=progress,
+        **options,
+    )
 
     files = [out_dir / name for name in ("contacts.csv", "true.urdf", DLR_ROBOT, DLR_GEOMETRY, "problem.yaml")]
     write_contact_csv(files[0], tree, sim)

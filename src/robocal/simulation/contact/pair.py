@@ -95,7 +95,9 @@ def body_pair(search: Search, geometry, a: str, b: str, pools: list[Pool], rng: 
     pair_cols = np.concatenate([cols[a], cols[b]])
     other_cols = np.setdiff1d(np.arange(search.n_act), pair_cols)
     strict, loose = obstacles(tree, scene, (a, b), pair_cols)
-    pair = BodyPair(a, b, scene.index(a, b), scene.links.index(a), scene.links.index(b), cols, other_cols, strict, loose, np.zeros(len(other_cols)), search.n_act)
+    pair = BodyPair(
+        a, b, scene.index(a, b), scene.links.index(a), scene.links.index(b), cols, other_cols, strict, loose, np.zeros(len(other_cols)), search.n_act
+    )
     (qa, _), (qb, _) = pools
     workspace = pair.combine(qa[:PARKING_SAMPLES], qb[:PARKING_SAMPLES])
     parked = parking(tree, scene, search.nominal, search.theta_nominal, workspace, other_cols, pair_cols, rng)

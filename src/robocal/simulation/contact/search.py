@@ -116,7 +116,9 @@ class _Rows:
         self.other.append(other)
 
 
-def _new_search(nominal: RobotModel, theta_nominal, truth: RobotModel, theta_true, geometry: dict[str, tuple[LinkShape, ...]], options: SearchOptions) -> Search:
+def _new_search(
+    nominal: RobotModel, theta_nominal, truth: RobotModel, theta_true, geometry: dict[str, tuple[LinkShape, ...]], options: SearchOptions
+) -> Search:
     """The run's models and scene, after checking that the two models and the geometry agree."""
     if options.detection not in ("geometric", "torque"):
         raise RobocalError(f"detection must be 'geometric' or 'torque', not '{options.detection}'")
@@ -143,7 +145,14 @@ def _new_search(nominal: RobotModel, theta_nominal, truth: RobotModel, theta_tru
 
 
 def _search_pair(
-    search: Search, pair: BodyPair, planned: PlannedContacts, n_per_pair: int, max_attempts: int, rng: np.random.Generator, rows: _Rows, progress: Progress | None
+    search: Search,
+    pair: BodyPair,
+    planned: PlannedContacts,
+    n_per_pair: int,
+    max_attempts: int,
+    rng: np.random.Generator,
+    rows: _Rows,
+    progress: Progress | None,
 ) -> tuple[Counter, Counter]:
     """5. Drives of one pair until n_per_pair contacts are found (added to rows): failures and
     planning rejections by reason."""
@@ -155,7 +164,9 @@ def _search_pair(
     done, attempts = 0, 0
     while done < n_per_pair:
         if attempts >= max_attempts:
-            raise RobocalError(f"pair ({a}, {b}): only {done} of {n_per_pair} contacts after {attempts} drives (failures {dict(fail)}, planning rejections {dict(reject)})")
+            raise RobocalError(
+                f"pair ({a}, {b}): only {done} of {n_per_pair} contacts after {attempts} drives (failures {dict(fail)}, planning rejections {dict(reject)})"
+            )
         want = min(BATCH, 2 * (n_per_pair - done) + 4)
         while len(queue) < want:
             if sum(reject.values()) >= 20 * max_attempts:
@@ -211,7 +222,9 @@ def simulate_contacts(
     when a pair has no planned contact in the pools or needs more than `max_attempts` executed
     drives (default 20 n_per_pair + 200).
     """
-    options = SearchOptions(detection, joint_noise, torque_threshold, contact_stiffness, collision_margin, pool_size, start_clearance, parking_clearance, max_drive)
+    options = SearchOptions(
+        detection, joint_noise, torque_threshold, contact_stiffness, collision_margin, pool_size, start_clearance, parking_clearance, max_drive
+    )
     search = _new_search(nominal, theta_nominal, truth, theta_true, geometry, options)
     max_attempts = 20 * n_per_pair + 200 if max_attempts is None else max_attempts
     rows = _Rows()
