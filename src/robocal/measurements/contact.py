@@ -8,7 +8,6 @@ shape), so every row evaluates only its own two bodies.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +24,7 @@ from robocal.measurements.base import (
     MeasurementConfig,
     data_container,
     point_groups,
+    rows_on_own_parameters,
 )
 
 
@@ -112,14 +112,25 @@ class ContactMeasurement(Measurement):
             out = out.at[group.index].set(self._pair_distances(theta, group.q, pair))
         return out
 
-    def distances_and_jacobian(self, theta, data):
-        """Signed distances (n,) and their Jacobian (n, len(theta)). A contact depends only on the
-        parameters that move its two bodies, so each pair is differentiated with respect to those
-        alone (about half of a hand's parameters) and the rest of its row is zero. Each row is one
-        scalar, so its gradient comes from one reverse pass (vectorized over the rows), about ten
-        times cheaper than pushing a tangent per parameter forward."""
+    def own_parameters(self) -> np.ndarray:
+        """Indices of theta the rows depend on: the robot parameters that move any contact body."""
+        return self.ctx.robot_block.start + self.ctx.model.parameters_affecting(self.links())
+
+    def rows(self, theta, data):
+        return rows_on_own_parameters(self, theta, data)
+
+    def own_rows(self, theta, data):
+        return self.signed_distances(theta, data)[:, None] / self.config.sigma
+
+    def own_jacobian(self, theta, data):
+        """(own_rows (n, 1), their Jacobian (n, 1, len(own_parameters()))). A contact depends only
+        on the parameters that move its two bodies, so each pair is differentiated with respect to
+        those alone (about half of a hand's parameters) and the rest of its row is zero. Each row
+        is one scalar, so its gradient comes from one reverse pass (vectorized over the rows),
+        about ten times cheaper than pushing a tangent per parameter forward."""
+        own = self.own_parameters()
         n = data.pair.shape[0]
-        values, jac = jnp.zeros(n), jnp.zeros((n, theta.shape[0]))
+        values, jac = jnp.zeros(n), jnp.zeros((n, len(own)))
         for pair, group in zip(self._known_pairs(), data.groups):
             idx = self.ctx.robot_block.start + self.ctx.model.parameters_affecting(pair)
 
@@ -128,11 +139,9 @@ class ContactMeasurement(Measurement):
 
             value, jac_k = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0))(theta[idx], group.q)
             values = values.at[group.index].set(value)
-            jac = jac.at[group.index[:, None], idx[None, :]].set(jac_k)
-        return values, jac
-
-    def rows(self, theta, data):
-        return _whitened_rows(self, theta, data)
+            jac = jac.at[group.index[:, None], np.searchsorted(own, idx)[None, :]].set(jac_k)
+        sigma = self.config.sigma
+        return values[:, None] / sigma, jac[:, None, :] / sigma
 
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
         """The contacts whose two bodies both belong to the mode."""
@@ -145,18 +154,3 @@ class ContactMeasurement(Measurement):
 
     def errors(self, theta, data):
         return jnp.abs(self.signed_distances(theta, data))[:, None]
-
-
-@partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _whitened_rows(measurement: ContactMeasurement, theta, data):
-    return measurement.signed_distances(theta, data)[:, None] / measurement.config.sigma
-
-
-@_whitened_rows.defjvp
-def _whitened_rows_jvp(measurement: ContactMeasurement, primals, tangents):
-    """Tangent J @ dtheta with the structured Jacobian; under jacfwd J is computed once, not per
-    tangent. The data are constants: their tangents are ignored."""
-    theta, data = primals
-    values, jac = measurement.distances_and_jacobian(theta, data)
-    sigma = measurement.config.sigma
-    return values[:, None] / sigma, (jac @ tangents[0])[:, None] / sigma
