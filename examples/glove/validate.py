@@ -27,7 +27,7 @@ def held_out(problem: Problem, cal: Calibration, test: Path, truth: np.ndarray) 
     for m in problem.measurements:
         data = m.load(test)[0]
         measured = measurement_errors(m, data, cal.estimate)[:, 0]
-        poses = [batch_link_poses(problem.robot, theta, data["q"], (m.config.link,))[:, 0, :3, 3] for theta in (cal.estimate, truth)]
+        poses = [batch_link_poses(problem.robot, theta, data.q, (m.config.link,))[:, 0, :3, 3] for theta in (cal.estimate, truth)]
         out[m.name] = (measured.max(), measured.mean(), np.sqrt(np.mean(np.sum((poses[0] - poses[1]) ** 2, axis=1))))
     return out
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from robocal.calibration import calibrate
 from robocal.measurements.base import measurement_errors, summarize
+from robocal.measurements.markers import MarkerData
 from robocal.problem import load_problem
 
 HERE = Path(__file__).resolve().parent
@@ -44,8 +46,8 @@ def rmse_table(models=tuple(REFERENCE), floors=("full",)) -> dict[str, dict]:
         cal = calibrate(problem)
         measurement = problem.measurements[0]
         sessions = [measurement.load(HERE / "data" / file)[0] for file in SESSIONS.values()]
-        errors = measurement_errors(measurement, {key: np.concatenate([s[key] for s in sessions]) for key in sessions[0]}, cal.estimate)
-        ends = np.cumsum([len(s["q"]) for s in sessions])
+        errors = measurement_errors(measurement, jax.tree.map(lambda *parts: np.concatenate(parts), *sessions), cal.estimate)
+        ends = np.cumsum([len(s.q) for s in sessions])
         rmse = [summarize(e)["rms"] * 1e3 for e in np.split(errors, ends[:-1])]
         out[model] = {"n_parameters": len(problem.layout), "rmse_mm": rmse}
         if model in floors:
@@ -53,7 +55,7 @@ def rmse_table(models=tuple(REFERENCE), floors=("full",)) -> dict[str, dict]:
     return out
 
 
-def session_floor(measurement, theta, held_out: dict, tolerance: float = 0.01) -> tuple[int, float]:
+def session_floor(measurement, theta, held_out: MarkerData, tolerance: float = 0.01) -> tuple[int, float]:
     """Non-repeatability between sessions, which no single geometric model can remove.
 
     For each held-out posture that repeats a training posture (every joint within `tolerance`
@@ -62,12 +64,12 @@ def session_floor(measurement, theta, held_out: dict, tolerance: float = 0.01) -
     """
     train = measurement.data
 
-    def predict(d: dict) -> np.ndarray:
-        return np.asarray(measurement.predict(jnp.asarray(theta), {k: jnp.asarray(v) for k, v in d.items()})[0])[:, 0]
+    def predict(d: MarkerData) -> np.ndarray:
+        return np.asarray(measurement.predict(jnp.asarray(theta), jax.tree.map(jnp.asarray, d))[0])[:, 0]
 
-    gap = np.abs(held_out["q"][:, None, :] - train["q"][None, :, :]).max(axis=-1)
+    gap = np.abs(held_out.q[:, None, :] - train.q[None, :, :]).max(axis=-1)
     match, repeated = gap.argmin(axis=1), gap.min(axis=1) < tolerance
-    measured = held_out["points"][repeated, 0] - train["points"][match[repeated], 0]
+    measured = held_out.points[repeated, 0] - train.points[match[repeated], 0]
     modelled = predict(held_out)[repeated] - predict(train)[match[repeated]]
     residual = np.linalg.norm(measured - modelled, axis=1)
     return int(repeated.sum()), float(np.sqrt(np.mean(residual**2)) * 1e3)
