@@ -10,12 +10,22 @@ import sys
 
 import typer
 
-from robocal.cli import analyze, calibrate, demo, describe, fleet, grasp, record, service, simulate, teleop
+from robocal.cli import analyze, calibrate, convert, demo, describe, fleet, grasp, record, service, simulate, teleop
 from robocal.errors import RobocalError
 from robocal.terminal import err
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate robots from the data your lab can record.")
-for command in (calibrate.calibrate, calibrate.crossval, calibrate.evaluate, analyze.analyze, demo.demo, analyze.design, describe.describe, demo.study):
+for command in (
+    calibrate.calibrate,
+    calibrate.crossval,
+    calibrate.evaluate,
+    analyze.analyze,
+    demo.demo,
+    analyze.design,
+    describe.describe,
+    convert.convert,
+    demo.study,
+):
     app.command()(command)
 for name, group in (("simulate", simulate), ("record", record), ("teleop", teleop), ("grasp", grasp), ("fleet", fleet)):
     app.add_typer(group.app, name=name)

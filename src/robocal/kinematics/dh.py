@@ -125,7 +125,11 @@ class DHTable(Strict):
 def load_dh(path: str | Path) -> KinematicTree:
     """Kinematic tree of a DH table file."""
     path = Path(path)
-    table = load_yaml_model(path, DHTable)
+    return dh_tree(load_yaml_model(path, DHTable), path)
+
+
+def dh_tree(table: DHTable, path: Path) -> KinematicTree:
+    """Kinematic tree of a validated DH table (read from `path`, which errors name)."""
     kind: OriginKind = "mdh" if table.convention == "modified" else "dh"
     joints: list[Joint] = []
     tips = []
