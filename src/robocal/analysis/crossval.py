@@ -6,7 +6,9 @@ one assignment, so a held-out sample is held out with every quantity recorded in
 the MAP problem is solved on the rows outside f (`solve(..., masks=...)`, one compiled solver for
 every fold) and each measurement's errors (SI units) are taken on the rows of f. k = 5 is the
 80/20 split of the seed paper's real-hand experiment; the pooled held-out errors cover every row
-once.
+once. Leave-one-file-out (`by_file`) makes one fold of each data file instead: a held-out file is
+a session, or a plate placement, the fit has not seen in any of its rows, which is how a
+calibration is used (and the MUKCa protocol's held-out placements).
 
 Baseline and start: `calibrate(problem)` runs once on all rows. Its baseline (the non-robot
 parameters, such as frames and marker offsets, fitted with the nominal robot) is the `before` of
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -55,6 +58,20 @@ def fold_assignment(problem: Problem, k: int = 5, seed: int = 0) -> list[np.ndar
     return out
 
 
+def file_assignment(problem: Problem) -> tuple[list[np.ndarray], list[str]]:
+    """(fold of every row, one integer array per measurement; the data file of each fold, as the
+    problem file names it): one fold per distinct data file, in the order the measurements name them."""
+    files: dict[Path, str] = {}
+    out = []
+    for m in problem.measurements:
+        path = m.ctx.resolve(m.config.data).resolve()
+        files.setdefault(path, str(m.config.data))
+        out.append(np.full(m.n, list(files).index(path)))
+    if len(files) < 2:
+        raise RobocalError(f"leave-one-file-out needs two or more data files; {problem.path.name} reads one ({next(iter(files.values()))}): use k folds")
+    return out, list(files.values())
+
+
 @dataclass
 class Fold:
     index: int
@@ -75,6 +92,7 @@ class CrossValidation:
     baseline_errors: list[np.ndarray]  # per measurement (n, m): errors at the baseline
     baseline_rows: list[np.ndarray]  # per measurement (n, k): whitened residual rows at the baseline
     prior_scale: float | None = None  # the robot's prior sigmas were multiplied by this (0: no prior); None: as declared
+    files: list[str] | None = None  # leave-one-file-out: the data file each fold holds out; None: k seeded folds
 
     @property
     def held_out_errors(self) -> list[np.ndarray]:
@@ -100,7 +118,8 @@ class CrossValidation:
         return [{"name": p.name, "unit": p.unit, "std": float(s)} for p, s, m in zip(layout.parameters, std, model) if m]
 
     def report(self) -> dict:
-        """Per fold: train and held-out error summaries; pooled: held-out errors before/after, the
+        """Per fold: train and held-out error summaries (null where a fold has no such rows of a
+        measurement, as when a file is held out whole); pooled: held-out errors before/after, the
         held-out score and the spread of the robot parameters over the folds."""
         measurements = self.calibration.problem.measurements
         keep = [mask > 0 for mask in self.calibration.solution.masks]
@@ -110,7 +129,13 @@ class CrossValidation:
                 "converged": f.solution.converged,
                 "iterations": f.solution.iterations,
                 "measurements": [
-                    {"name": m.name, "n_train": int(tr.sum()), "n_held_out": int(ho.sum()), "train": summarize(e[tr]), "held_out": summarize(e[ho])}
+                    {
+                        "name": m.name,
+                        "n_train": int(tr.sum()),
+                        "n_held_out": int(ho.sum()),
+                        "train": summarize(e[tr]) if tr.any() else None,
+                        "held_out": summarize(e[ho]) if ho.any() else None,
+                    }
                     for m, tr, ho, e in zip(measurements, f.train, f.held_out, f.errors)
                 ],
             }
@@ -132,6 +157,7 @@ class CrossValidation:
         return {
             "k": self.k,
             "seed": self.seed,
+            "held_out_files": self.files,
             "prior_scale": self.prior_scale,
             "folds": folds,
             "held_out": pooled,
@@ -164,13 +190,25 @@ def with_prior_scale(problem: Problem, scale: float | None) -> MapProblem:
 
 
 def cross_validate(
-    problem: Problem, k: int = 5, seed: int = 0, cal: Calibration | None = None, prior_scale: float | None = None, done: Callable[[], None] | None = None
+    problem: Problem,
+    k: int = 5,
+    seed: int = 0,
+    cal: Calibration | None = None,
+    prior_scale: float | None = None,
+    done: Callable[[], None] | None = None,
+    by_file: bool = False,
 ) -> CrossValidation:
-    """k-fold cross-validation of `problem` (see the module docstring for baseline and masks).
-    `cal`: the problem's calibration when it is at hand (else computed); `prior_scale`: see
+    """k-fold cross-validation of `problem` (see the module docstring for baseline and masks);
+    `by_file`: one fold per data file instead (k and seed are then not used). `cal`: the
+    problem's calibration when it is at hand (else computed); `prior_scale`: see
     `with_prior_scale` (the baseline and start stay those of the declared priors); `done`: called
     after each fold (a progress bar)."""
-    assignment = fold_assignment(problem, k, seed)
+    files = None
+    if by_file:
+        assignment, files = file_assignment(problem)
+        k, seed = len(files), 0
+    else:
+        assignment = fold_assignment(problem, k, seed)
     cal = cal or calibrate(problem)
     options = solver_options(problem)
     keep = [mask > 0 for mask in cal.solution.masks]
@@ -189,4 +227,4 @@ def cross_validate(
         folds.append(Fold(f, solution, train, held_out, evaluate(error_fns, solution.theta), evaluate(row_fns, solution.theta)))
         if done is not None:
             done()
-    return CrossValidation(cal, k, seed, assignment, folds, evaluate(error_fns, cal.baseline), evaluate(row_fns, cal.baseline), prior_scale)
+    return CrossValidation(cal, k, seed, assignment, folds, evaluate(error_fns, cal.baseline), evaluate(row_fns, cal.baseline), prior_scale, files)

@@ -35,10 +35,17 @@ def label(scale: float) -> str:
 
 
 def prior_sweep(
-    problem: Problem, scales: Sequence[float] = SCALES, k: int = 5, seed: int = 0, cal: Calibration | None = None, done: Callable[[], None] | None = None
+    problem: Problem,
+    scales: Sequence[float] = SCALES,
+    k: int = 5,
+    seed: int = 0,
+    cal: Calibration | None = None,
+    done: Callable[[], None] | None = None,
+    by_file: bool = False,
 ) -> dict:
-    """{k, seed, before, settings[{scale, label, score, converged, held_out[{name, rms}]}], recommended,
-    recommendation}: the sweep's report (module docstring); `done` is called after every fold."""
+    """{k, seed, held_out_files, before, settings[{scale, label, score, converged, held_out[{name, rms}]}],
+    recommended, recommendation}: the sweep's report (module docstring); `by_file`: leave one data
+    file out instead of k folds (crossval.cross_validate); `done` is called after every fold."""
     if not scales:
         raise RobocalError("a prior sweep needs at least one prior scale")
     if not np.isfinite(reference_sigmas(problem)).any():
@@ -47,7 +54,7 @@ def prior_sweep(
     settings: list[dict[str, Any]] = []
     before = float("nan")  # the nominal robot's held-out score: the same for every setting
     for scale in scales:
-        cv = cross_validate(problem, k, seed, cal, prior_scale=float(scale), done=done)
+        cv = cross_validate(problem, k, seed, cal, prior_scale=float(scale), done=done, by_file=by_file)
         before, after = cv.held_out_score()
         report = cv.report()
         settings.append(
@@ -65,8 +72,9 @@ def prior_sweep(
         best = declared
     has_priors = any(p.prior_sigma is not None for p, m in zip(problem.layout.parameters, problem.model_parameters()) if m)
     return {
-        "k": k,
-        "seed": seed,
+        "k": cv.k,
+        "seed": cv.seed,
+        "held_out_files": cv.files,
         "before": before,
         "settings": settings,
         "recommended": best["scale"],

@@ -4,6 +4,7 @@ under several prior strengths, and its result scored on other data or a true rob
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,13 +17,15 @@ from robocal.terminal import err, out, progress_bar
 
 if TYPE_CHECKING:
     from robocal.analysis.verdict import Level
+    from robocal.problem import Problem
 
 FOLDS = 5  # k of calibrate --crossval and the default of crossval: the seed paper's 80/20 split
 
 
-def _load_and_solve(problem: Path, out_dir: Path):
+def _load_and_solve(problem: Path, out_dir: Path, check: Callable[[Problem], object] | None = None):
     """The loaded problem and its calibration, --out checked before and after loading (it must
-    hold none of the inputs the problem names) so a bad --out fails before the long work."""
+    hold none of the inputs the problem names) and `check(loaded)` before solving, so a bad --out
+    or a problem the command cannot use fails before the long work."""
     from robocal.calibration import calibrate as run
     from robocal.outputs import preflight
     from robocal.problem import load_problem
@@ -32,6 +35,8 @@ def _load_and_solve(problem: Path, out_dir: Path):
     with err.status("loading problem"):
         loaded = load_problem(problem)
     preflight(out_dir, input_files(loaded).values())
+    if check is not None:
+        check(loaded)
     with err.status(f"solving {len(loaded.layout)} parameters from {sum(m.n for m in loaded.measurements)} rows"):
         return loaded, run(loaded)
 
@@ -74,30 +79,39 @@ def calibrate(
 def crossval(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/crossval"),
-    k: Annotated[int, typer.Option("--k", min=2, help="folds")] = FOLDS,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the fold assignment")] = 0,
+    k: Annotated[int | None, typer.Option("--k", min=2, help=f"folds (default {FOLDS})")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="seed of the fold assignment (default 0)")] = None,
+    by_file: Annotated[
+        bool, typer.Option("--by-file", help="leave one data file out: one fold per data file (session, plate placement), instead of k seeded folds")
+    ] = False,
     scales: Annotated[
         str | None,
         typer.Option("--scales", help="prior strengths, comma-separated multiples of the robot's prior sigmas; 0: no prior (default 0,0.1,0.3,1,3,10)"),
     ] = None,
 ) -> None:
-    """k-fold cross-validation under several prior strengths: held-out error per setting, a
-    recommendation, crossval.json and crossval.png in --out (docs/trust.md)."""
+    """k-fold (or leave-one-file-out) cross-validation under several prior strengths: held-out
+    error per setting, a recommendation, crossval.json and crossval.png in --out (docs/trust.md)."""
     from robocal.analysis.prior_sweep import SCALES, label, plot_sweep, prior_sweep
     from robocal.outputs import moved, staged
 
+    if by_file and (k is not None or seed is not None):
+        raise RobocalError("--by-file makes one fold per data file: it takes no --k or --seed")
     chosen = SCALES if scales is None else csv_list(scales, "--scales", float)
     if not all(0 <= v < float("inf") for v in chosen):
         raise RobocalError(f"--scales '{scales}': every value must be a finite number >= 0")
-    loaded, cal = _load_and_solve(problem, out_dir)
+    from robocal.analysis.crossval import file_assignment
+
+    loaded, cal = _load_and_solve(problem, out_dir, check=file_assignment if by_file else None)  # one data file: refused before the solve
+    k = len(file_assignment(loaded)[1]) if by_file else FOLDS if k is None else k
     with progress_bar() as bar:
         task = bar.add_task(f"{len(chosen)} prior settings x {k} folds", total=len(chosen) * k)
-        report = prior_sweep(loaded, chosen, k, seed, cal, done=lambda: bar.advance(task))
+        report = prior_sweep(loaded, chosen, k, 0 if seed is None else seed, cal, done=lambda: bar.advance(task), by_file=by_file)
+    scheme = "leave one file out" if by_file else f"{k}-fold cross-validation"
     with staged(out_dir) as stage:
         (stage / "crossval.json").write_text(json.dumps(report, indent=2) + "\n")
-        plot_sweep(report, stage / "crossval.png", f"{problem.name}: {k}-fold cross-validation")
+        plot_sweep(report, stage / "crossval.png", f"{problem.name}: {scheme}")
         files = moved([stage / "crossval.json", stage / "crossval.png"], stage, out_dir)
-    table = Table(title=f"held-out errors ({k} folds): score = mean squared residual / sigma²; nominal robot {report['before']:.3g}")
+    table = Table(title=f"held-out errors ({scheme}): score = mean squared residual / sigma²; nominal robot {report['before']:.3g}")
     names_ = [m["name"] for m in report["settings"][0]["held_out"]]
     for column in ("robot priors", "score", *(f"{n} rms (mm)" for n in names_), "converged"):
         table.add_column(column, justify="left" if column == "robot priors" else "right")
