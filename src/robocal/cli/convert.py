@@ -77,7 +77,8 @@ def _write_urdf(tree, target: Path) -> str:
 
     write_urdf(urdf_tree(tree), target)
     _check(tree, load_urdf(target))
-    return f"URDF of {len(tree.links)} links, {sum(j.moves for j in tree.joints)} moving joints"
+    note = "\nthe `fixed` DH entries are not carried over (a URDF has no such field)" if any(j.origin.fixed for j in tree.joints) else ""
+    return f"URDF of {len(tree.links)} links, {sum(j.moves for j in tree.joints)} moving joints{note}"
 
 
 def _check(tree, written) -> None:

@@ -328,6 +328,8 @@ def tree_to_dh(tree: KinematicTree, convention: Convention = "modified") -> Conv
     its pose at every configuration (see the module's docstring)."""
     plan = _Plan(tree, convention)
     plan.build()
+    if any(j.origin.fixed for j in tree.joints):
+        plan.notes.append("the source's `fixed` DH entries are not carried over (the rows are new numbers)")
     chains = _ordered(plan.chains, tree.root)
     table = {"name": tree.name, "convention": convention, "root": tree.root, "chains": [_chain_mapping(c, convention, tree.root) for c in chains]}
     dh_links = {r.link for c in chains for r in c.rows if r.link} | {c.tip for c in chains if c.rows and c.tip}

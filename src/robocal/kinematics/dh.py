@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -68,6 +69,21 @@ class MimicSpec(Strict):
     offset: float = 0.0
 
 
+DH_ENTRIES = ("d", "theta", "a", "alpha")
+
+
+def _entries(value):
+    """`fixed:` of a row: true (all four), false (none) or a list of distinct entry names."""
+    if isinstance(value, bool):
+        return list(DH_ENTRIES) if value else []
+    if isinstance(value, list) and len(set(map(str, value))) != len(value):
+        raise ValueError(f"an entry is named twice in {value}")
+    return value
+
+
+Fixed = Annotated[list[Literal["d", "theta", "a", "alpha"]], BeforeValidator(_entries)]
+
+
 class Row(Strict):
     name: str
     type: Literal["revolute", "prismatic"] = "revolute"
@@ -76,6 +92,7 @@ class Row(Strict):
     theta: Num = 0.0
     a: Num = 0.0
     alpha: Num = 0.0
+    fixed: Fixed = Field(default_factory=list)
     limits: tuple[Num, Num] | None = None
     mimic: MimicSpec | None = None
 
@@ -86,6 +103,7 @@ class Tip(Strict):
     theta: Num = 0.0
     a: Num = 0.0
     alpha: Num = 0.0
+    fixed: Fixed = Field(default_factory=list)
 
 
 class Placement(Strict):
@@ -122,6 +140,10 @@ class DHTable(Strict):
     chains: list[Chain]
 
 
+def _in_order(fixed: Sequence[str]) -> tuple[str, ...]:
+    return tuple(entry for entry in DH_ENTRIES if entry in fixed)
+
+
 def load_dh(path: str | Path) -> KinematicTree:
     """Kinematic tree of a DH table file."""
     path = Path(path)
@@ -138,18 +160,18 @@ def dh_tree(table: DHTable, path: Path) -> KinematicTree:
         joints.append(Joint(f"{chain.name}_base_joint", "fixed", chain.parent or table.root, base_link, Origin("xyzrpy", chain.base.xyzrpy())))
         parent, pending = base_link, None  # pending: constant part of the previous standard-DH row
         for k, row in enumerate(chain.joints):
-            values = (row.d, row.theta, row.a, row.alpha)
-            origin = Origin(kind, values) if kind == "mdh" else (pending or Origin("dh", (0.0, 0.0, 0.0, 0.0)))
+            values, fixed = (row.d, row.theta, row.a, row.alpha), _in_order(row.fixed)
+            origin = Origin(kind, values, fixed) if kind == "mdh" else (pending or Origin("dh", (0.0, 0.0, 0.0, 0.0)))
             child = row.link or f"{chain.name}_link{k + 1}"
             mimic = Mimic(row.mimic.joint, row.mimic.multiplier, row.mimic.offset) if row.mimic else None
             joints.append(Joint(row.name, row.type, parent, child, origin, (0.0, 0.0, 1.0), mimic, row.limits))
-            parent, pending = child, Origin("dh", values)
+            parent, pending = child, Origin("dh", values, fixed)
         if chain.tip is not None or pending is not None:
             tip_name = chain.tip.name if chain.tip else f"{chain.name}_tip"
             if kind == "mdh":
                 t = chain.tip
-                origin = Origin("mdh", (t.d, t.theta, t.a, t.alpha)) if t else Origin("mdh", (0.0, 0.0, 0.0, 0.0))
-            elif chain.tip is not None and any((chain.tip.d, chain.tip.theta, chain.tip.a, chain.tip.alpha)):
+                origin = Origin("mdh", (t.d, t.theta, t.a, t.alpha), _in_order(t.fixed)) if t else Origin("mdh", (0.0, 0.0, 0.0, 0.0))
+            elif chain.tip is not None and (any((chain.tip.d, chain.tip.theta, chain.tip.a, chain.tip.alpha)) or chain.tip.fixed):
                 raise InputError(path, f"chain '{chain.name}': in the standard convention the tip is the last row's frame; give no tip values")
             else:  # the last row's frame; a chain without rows ends at its base
                 origin = pending if pending is not None else Origin("dh", (0.0, 0.0, 0.0, 0.0))

@@ -51,7 +51,8 @@ class RobotModel:
     actuated joint values, or the raw sensor readings when the model has joint sensors."""
 
     def __init__(self, tree: KinematicTree, modes: dict[str, Mode] | None = None, fixed: Sequence[str] = (), sensors: JointSensors | None = None):
-        """`fixed`: parameter-name patterns (fnmatch) held at nominal, e.g. a gauge freedom.
+        """`fixed`: parameter-name patterns (fnmatch) held at nominal, e.g. a gauge freedom; the
+        entries a DH row declares known (`Origin.fixed`) are held as if listed here.
         `sensors`: the inputs are raw readings, turned into joint values by this sensor model."""
         self.tree, self.sensors = tree, sensors
         self.modes = {name: mode for name, mode in (modes or {}).items() if mode != "none"}
@@ -109,10 +110,7 @@ class RobotModel:
             sensor_idx[row, 0 if column is None else column + 1] = len(params)
             params.append(parameter)
             moves.append(driven_by(tree.actuated[row]))
-        keep = np.array([not any(fnmatch.fnmatchcase(p.name, pat) for pat in fixed) for p in params], dtype=bool)
-        for pattern in fixed:
-            if not any(fnmatch.fnmatchcase(p.name, pattern) for p in params):
-                raise RobocalError(f"fixed: no parameter matches '{pattern}'")
+        keep = _estimated(tree, params, fixed)
         renumber = np.append(np.where(keep, np.cumsum(keep) - 1, -1), -1)  # old index -> new, -1 dropped
         full_idx, native_idx, offset_idx, sensor_idx = (renumber[a] for a in (full_idx, native_idx, offset_idx, sensor_idx))
         self.parameters = [p for p, k in zip(params, keep) if k]
@@ -252,6 +250,16 @@ class RobotModel:
             if changed:
                 out[joint.name] = origin
         return out
+
+
+def _estimated(tree: KinematicTree, params: list[Parameter], fixed: Sequence[str]) -> np.ndarray:
+    """Which parameters are estimated: those no `fixed` pattern matches (each pattern must match
+    one) that are no entry a DH row declares known (`Origin.fixed`, a row's `fixed:`)."""
+    known = {f"{j.name}.{coordinate}" for j in tree.joints for coordinate in j.origin.fixed}
+    for pattern in fixed:
+        if not any(fnmatch.fnmatchcase(p.name, pattern) for p in params):
+            raise RobocalError(f"fixed: no parameter matches '{pattern}'")
+    return np.array([p.name not in known and not any(fnmatch.fnmatchcase(p.name, pat) for pat in fixed) for p in params], dtype=bool)
 
 
 def row_bucket(n: int) -> int:

@@ -37,10 +37,12 @@ MAX_JOINTS = 2000
 
 @dataclass(frozen=True)
 class Origin:
-    """Constant placement of a joint frame in its parent link, in native coordinates."""
+    """Constant placement of a joint frame in its parent link, in native coordinates; `fixed`
+    names those known exactly (a DH row's `fixed:`), which calibration holds at their value."""
 
     kind: OriginKind
     values: tuple[float, ...]
+    fixed: tuple[str, ...] = ()
 
     @property
     def coordinates(self) -> tuple[str, ...]:
