@@ -149,12 +149,9 @@ class LevenbergMarquardt:
         return state.done | (state.steps >= self.max_steps)
 
 
-@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
-def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
-    """(theta, steps, converged): Levenberg-Marquardt over the free entries of theta (indices
-    `free`), the others staying at theta0. Trust region: a step moves no parameter by more than
-    one prior sigma (1 m or 1 rad without a prior), so a strongly nonlinear model (a contact that
-    flips side) is not jumped across."""
+def _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol) -> tuple[LevenbergMarquardt, Callable]:
+    """The Levenberg-Marquardt of `_lm` over the free entries of theta (indices `free`), and the
+    map from its free parameters to the full theta (the others staying at theta0)."""
     problem = MapProblem(problem_rows, data, mean, sqrt_prec)
 
     def full(phi):
@@ -167,6 +164,16 @@ def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_ste
         tol=tol,
         max_steps=max_steps,
     )
+    return solver, full
+
+
+@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
+def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
+    """(theta, steps, converged): Levenberg-Marquardt over the free entries of theta (indices
+    `free`), the others staying at theta0. Trust region: a step moves no parameter by more than
+    one prior sigma (1 m or 1 rad without a prior), so a strongly nonlinear model (a contact that
+    flips side) is not jumped across."""
+    solver, full = _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)
     state = jax.lax.while_loop(lambda s: ~solver.terminate(s), solver.step, solver.init(theta0[free]))
     return full(state.phi), state.steps, state.done
 
@@ -189,6 +196,138 @@ def solve_many(
         out.append(np.asarray(theta))
         done.append(bool(ok))
     return np.array(out), np.array(done)
+
+
+@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
+def _lm_batch_init(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol) -> LMState:
+    """The initial LMState of B members (a leading axis B on theta0, every data leaf and masks)."""
+
+    def one(theta, data, masks):
+        return _lm_solver(theta, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)[0].init(theta[free])
+
+    return jax.vmap(one)(theta0, data, masks)
+
+
+@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
+def _lm_batch(state, quota, theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
+    """`_lm` for B members at once: the LMStates `state` (leading axis B, as on theta0, every
+    data leaf and masks) advanced by vectorized steps, a member that has terminated left as it
+    is, until at most `quota` members are still running. Returns (state, theta (B, p), running (B,)).
+
+    A member's sequence of states is the one `_lm` makes; the loop stops early (quota) so that
+    the few members that need many more steps (a slipped joint, far from its prior) go on in a
+    smaller batch instead of holding up all of them."""
+
+    def running(s: LMState) -> jax.Array:
+        return ~(s.done | (s.steps >= max_steps))
+
+    def step(s: LMState) -> LMState:
+        def one(s, theta, data, masks):
+            return _lm_solver(theta, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)[0].step(s)
+
+        new, keep = jax.vmap(one)(s, theta0, data, masks), running(s)
+        return jax.tree.map(lambda a, b: jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - 1)), a, b), new, s)
+
+    state = jax.lax.while_loop(lambda s: jnp.sum(running(s)) > quota, step, state)
+    return state, jax.vmap(lambda phi, theta: theta.at[free].set(phi))(state.phi, theta0), running(state)
+
+
+def _take(tree, index: np.ndarray):
+    """The members `index` of a pytree of (B, ...) arrays, as JAX arrays."""
+    return jax.tree.map(lambda leaf: jnp.asarray(leaf[index]), tree)
+
+
+def _fit_batch(theta0s: np.ndarray, free, datas: Sequence[Sequence], shared: tuple, masks: Sequence[list[np.ndarray]], statics: dict):
+    """(theta (B, p), steps (B,), converged (B,), compile seconds): `_lm` of each member, in
+    vectorized rounds: all members until at most 1/16 of them run, then those in a batch of
+    their own, and so on. Each round's batch is padded to a power of two (repeating its last
+    member), so other batch sizes reuse the compiled rounds."""
+    size = len(datas)
+    data = jax.tree.map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *datas)
+    mask = [np.stack([m[k] for m in masks]) for k in range(len(masks[0]))]
+    theta, steps, done, compile_seconds = np.array(theta0s), np.zeros(size, int), np.zeros(size, bool), 0.0
+    state, active = None, np.arange(size)
+    while len(active):
+        pick = np.concatenate([active, np.repeat(active[-1:], (1 << max(len(active) - 1, 0).bit_length()) - len(active))])
+        args = (jnp.asarray(theta0s[pick]), free, _take(data, pick), *shared, [jnp.asarray(m[pick]) for m in mask])
+        here = _lm_batch_init(*args, **statics) if state is None else _take(state, pick)
+        quota = jnp.asarray(len(pick) // 16 if len(pick) > 16 else 0)
+        started = time.perf_counter()
+        compiled = _lm_batch.lower(here, quota, *args, **statics).compile()
+        compile_seconds += time.perf_counter() - started
+        out, value, running = compiled(here, quota, *args)
+        out = jax.tree.map(np.asarray, out)
+        if state is None:
+            state = jax.tree.map(lambda leaf: np.repeat(leaf[:1], size, axis=0), out)
+        n = len(active)
+        for full, part in zip(jax.tree.leaves(state), jax.tree.leaves(out)):
+            full[active] = part[:n]
+        theta[active], steps[active], done[active] = np.asarray(value)[:n], out.steps[:n], out.done[:n]
+        active = active[np.asarray(running)[:n]]
+    return theta, steps, done, compile_seconds
+
+
+def solve_batch(
+    problem: MapProblem,
+    datas: Sequence[Sequence],
+    theta0s: np.ndarray,
+    *,
+    masks: Sequence[list[np.ndarray]] | None = None,
+    free: np.ndarray | None = None,
+    max_iterations: int = 1000,
+    tolerance: float = 1e-10,
+    huber: float | None = None,
+    outlier_threshold: float | None = None,
+    max_rejection_rounds: int = 5,
+) -> list[Solution]:
+    """`solve` for B problems of one structure, their Levenberg-Marquardt fits vectorized
+    (`jax.vmap` over the members' steps): the b-th Solution is `solve(replace(problem,
+    data=datas[b]), theta0s[b], ...)` to rounding, with the same iterations.
+
+    problem: the template; its `rows`, prior_mean (p,) and prior_sqrt_precision (p,) serve every
+    member, its `data` is not used. datas: B sequences like `problem.data` (one pytree per
+    measurement), leaf for leaf of one shape across members. theta0s: (B, p). masks: B lists of
+    (n_k,) row masks (default all rows). free: (p,) boolean, as in `solve`.
+
+    The vectorized steps run until at most 1/16 of the members are still running; those go on in
+    a batch of their own (`_fit_batch`), so that a member far from its prior does not hold up
+    the others. Rejection rounds (with `outlier_threshold`) and the Laplace covariance follow per
+    member, with one compiled solver shared by all. `seconds` and `compile_seconds` of each
+    Solution are the batch's divided by B, plus the member's own rounds and covariance."""
+    size = len(datas)
+    theta0s = np.asarray(theta0s, dtype=float).reshape(size, -1)
+    if masks is None:
+        masks = [[np.ones(s.shape[0]) for s in jax.eval_shape(problem.rows, jnp.asarray(theta0s[0]), datas[0])]] * size
+    masks = [[np.asarray(m, dtype=float) for m in ms] for ms in masks]
+    free_idx = jnp.asarray(np.flatnonzero(np.ones(theta0s.shape[1], bool) if free is None else free))
+    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
+    shared = (problem.prior_mean, problem.prior_sqrt_precision)
+    t0 = time.perf_counter()
+    first = _fit_batch(theta0s, free_idx, datas, shared, masks, statics)
+    compile_seconds, batch_seconds = first[3], time.perf_counter() - t0 - first[3]
+    single: list = []
+
+    def fitter(b: int, member: MapProblem) -> Callable:
+        calls = iter(range(max_rejection_rounds + 2))
+
+        def fit(theta: np.ndarray, masks: list[np.ndarray]):
+            if next(calls) == 0:  # the batch's fit
+                return first[0][b], first[1][b], first[2][b]
+            if not single:
+                single.append(_lm.lower(jnp.asarray(theta), free_idx, member.data, *shared, _device(masks), **statics).compile())
+            return single[0](jnp.asarray(theta), free_idx, member.data, *shared, _device(masks))
+
+        return fit
+
+    out = []
+    for b in range(size):
+        started = time.perf_counter()
+        member = MapProblem(problem.rows, datas[b], *shared)
+        theta, steps, converged, kept, rejections = _fit_rejecting(fitter(b, member), member, theta0s[b], masks[b], outlier_threshold, max_rejection_rounds)
+        covariance, cost = laplace(member, theta, kept, np.asarray(free_idx))
+        seconds = batch_seconds / size + time.perf_counter() - started
+        out.append(Solution(theta, covariance, np.sqrt(np.diag(covariance)), steps, converged, seconds, compile_seconds / size, cost, kept, rejections))
+    return out
 
 
 @partial(jax.jit, static_argnames=("problem_rows",))
