@@ -1,5 +1,7 @@
 """`fleet run` killed with SIGKILL at random points, then restarted: every session ends with exactly
-one result, none lost, none stored twice (the job code is a slow stand-in, so a kill lands mid-run)."""
+one result, none lost, none stored twice (the job code is a slow stand-in, so a kill lands mid-run).
+In this process (10 trials) and with the process pool (5 trials, the whole process group killed:
+the run and its workers, as a power cut would)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import sqlalchemy as sa
@@ -20,6 +23,8 @@ from robocal.fleet.store.models import AuditEntry, Result, Session
 from robocal.fleet.store.sessions import ingest
 from tests.fleet.test_store import make_fleet
 
+REPO = Path(__file__).resolve().parents[2]
+
 RUNNER = """
 import sys, time
 from robocal.fleet.engine import run
@@ -30,6 +35,31 @@ def work(engine, session_id):
     return Result(session_id=session_id, parameters=[], report="{}", urdf=None)
 run(open_store(sys.argv[1]), work=work)
 """
+
+
+def slow_work(engine, session_id):
+    """The pool's stand-in job (importable by the spawned workers)."""
+    time.sleep(0.1)
+    return Result(session_id=session_id, parameters=[], report="{}", urdf=None)
+
+
+POOL_RUNNER = """
+import sys
+from robocal.fleet.engine import run
+from robocal.fleet.store import open_store
+from tests.fleet.test_resume import slow_work
+run(open_store(sys.argv[1]), work=slow_work, kind="pool", workers=2)
+"""
+
+
+def assert_each_session_once(engine, sessions: int) -> None:
+    assert counts(engine) == {"done": sessions}
+    with DbSession(engine) as db_session:
+        per_session = db_session.execute(sa.select(Result.session_id, sa.func.count()).group_by(Result.session_id)).all()
+        assert len(per_session) == db_session.scalar(sa.select(sa.func.count()).select_from(Session)) == sessions
+        assert {n for _, n in per_session} == {1}
+        done = [a.detail["session"] for a in db_session.scalars(sa.select(AuditEntry).where(AuditEntry.action == "done"))]
+        assert sorted(done) == sorted(s for s, _ in per_session)  # each job finished once
 
 
 def test_sigkill_at_random_points(tmp_path):
@@ -48,10 +78,25 @@ def test_sigkill_at_random_points(tmp_path):
         interrupted += left.get("queued", 0) + left.get("running", 0) > 0
     assert interrupted >= 8  # the kills landed before the queue was empty
     run(engine, work=lambda e, s: Result(session_id=s, parameters=[], report="{}", urdf=None))
-    assert counts(engine) == {"done": 100}
-    with DbSession(engine) as db_session:
-        per_session = db_session.execute(sa.select(Result.session_id, sa.func.count()).group_by(Result.session_id)).all()
-        assert len(per_session) == db_session.scalar(sa.select(sa.func.count()).select_from(Session)) == 100
-        assert {n for _, n in per_session} == {1}
-        done = [a.detail["session"] for a in db_session.scalars(sa.select(AuditEntry).where(AuditEntry.action == "done"))]
-        assert sorted(done) == sorted(s for s, _ in per_session)  # each job finished once
+    assert_each_session_once(engine, 100)
+
+
+def test_pool_sigkill_at_random_points(tmp_path):
+    db = tmp_path / "robocal.db"
+    engine = open_store(db, create=True)
+    rng = np.random.default_rng(1)
+    interrupted = finished = 0
+    for trial in range(5):
+        make_fleet(tmp_path / f"batch{trial}", 10, first=10 * trial)
+        ingest(engine, tmp_path / f"batch{trial}")
+        before = counts(engine).get("done", 0)
+        child = subprocess.Popen([sys.executable, "-c", POOL_RUNNER, str(db)], cwd=REPO, env=os.environ | {"JAX_PLATFORMS": "cpu"}, start_new_session=True)
+        time.sleep(rng.uniform(1.0, 3.0))  # the workers start in about a second, then 10 jobs of 0.1 s on 2 workers
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        left = counts(engine)
+        interrupted += left.get("queued", 0) + left.get("running", 0) > 0
+        finished += left.get("done", 0) > before
+    assert interrupted >= 2 and finished >= 2  # some kills landed mid-run, after some jobs were stored
+    run(engine, work=slow_work)
+    assert_each_session_once(engine, 50)

@@ -35,17 +35,30 @@ def ingest(folder: Annotated[Path, typer.Argument(help="a folder of session fold
 
 
 @app.command()
-def run(db: Db = DEFAULT_DB) -> None:
+def run(
+    db: Db = DEFAULT_DB,
+    engine_kind: Annotated[str, typer.Option("--engine", help="inprocess | pool (worker processes) | ray (pip install 'robocal[ray]')")] = "inprocess",
+    workers: Annotated[int | None, typer.Option("--workers", help="worker processes of the pool or Ray engine [default: the CPUs]")] = None,
+    batch: Annotated[
+        int, typer.Option("--batch", help="sessions claimed at once; those of one structure are solved in one vectorized call (0: one at a time)")
+    ] = 256,
+) -> None:
     """Calibrate every queued session; a rerun does nothing new, a killed run resumes where it stopped."""
+    import os
+
     from robocal.fleet.engine import run as run_jobs
     from robocal.fleet.store import open_store
     from robocal.fleet.store.jobs import counts
 
+    if batch < 0:
+        raise RobocalError(f"--batch {batch}: 0 (one at a time) or more")
+    if engine_kind == "inprocess" and workers not in (None, 1):
+        raise RobocalError("--workers is for --engine pool or ray; the in-process engine has one")
     engine = open_store(db)
     pending = counts(engine)
     with progress_bar() as bar:
         task = bar.add_task("calibrating sessions", total=pending.get("queued", 0) + pending.get("running", 0))
-        tally = run_jobs(engine, lambda session, status: bar.advance(task))
+        tally = run_jobs(engine, lambda session, status: bar.advance(task), kind=engine_kind, workers=workers or os.cpu_count() or 1, batch=batch)
     out.print(f"{tally['done']} done, {tally['failed']} failed", markup=False, highlight=False)
 
 

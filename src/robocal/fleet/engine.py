@@ -1,62 +1,66 @@
-"""The in-process engine: calibrate every queued session with the core, one job at a time."""
+"""The engine: claim queued jobs from the store, calibrate their sessions with the core, store
+each result with its job's end.
+
+Jobs are claimed in chunks (queued -> running, in one transaction) and finished in one
+transaction per chunk (result rows and done / failed marks together), always by this process:
+workers, where there are any, only read sessions and compute. A run killed at any point leaves
+each job either finished with exactly one result or `running` without one, and the next run
+puts those back in the queue, so nothing is lost or done twice, whatever the executor
+(robocal.fleet.executors: in this process, a process pool, Ray). The job code is the same for
+all of them (robocal.fleet.work).
+"""
 
 from __future__ import annotations
 
-import tempfile
+import math
 from collections.abc import Callable
-from pathlib import Path
 
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session as DbSession
 
-from robocal.errors import RobocalError
-from robocal.fleet.criteria import CRITERIA, judge, load_criteria
-from robocal.fleet.store.jobs import claim, finish, requeue_interrupted
+from robocal.fleet.executors import executor
+from robocal.fleet.store.jobs import claim_many, counts, finish_many, requeue_interrupted
 from robocal.fleet.store.models import Result
-from robocal.fleet.store.sessions import materialize
+from robocal.fleet.work import Work, calibrate_session
+
+__all__ = ["BATCH", "calibrate_session", "run"]
+BATCH = 256  # sessions per chunk, the most solved in one vectorized call
 
 
-def calibrate_session(engine: Engine, session_id: int) -> Result:
-    """Calibrate one stored session exactly as `robocal calibrate` does; its result row (not yet added)."""
-    from robocal.calibration import calibrate
-    from robocal.problem import load_problem
-    from robocal.results import write_results
-
-    with tempfile.TemporaryDirectory(prefix="robocal-fleet-") as tmp:
-        with DbSession(engine) as db:
-            problem = materialize(db, session_id, Path(tmp) / "session")
-        cal = calibrate(load_problem(problem))
-        out = Path(tmp) / "out"
-        out.mkdir()
-        write_results(cal, out, figures=False)
-        urdf = out / "calibrated.urdf"
-        kinds = {p.name: p.kind for p in cal.problem.layout.parameters}
-        verdict = judge(cal.report(), kinds, load_criteria(problem.parent / CRITERIA))
-        return Result(
-            session_id=session_id,
-            parameters=cal.parameters(),
-            report=(out / "report.json").read_text(),
-            urdf=urdf.read_text() if urdf.exists() else None,
-            verdict={"status": verdict.status, "reasons": verdict.reasons},
-        )
-
-
-def run(engine: Engine, progress: Callable[[int, str], None] | None = None, work: Callable[[Engine, int], Result] = calibrate_session) -> dict[str, int]:
+def run(
+    engine: Engine,
+    progress: Callable[[int, str], None] | None = None,
+    work: Work | None = None,
+    *,
+    kind: str = "inprocess",
+    workers: int = 1,
+    batch: int = BATCH,
+) -> dict[str, int]:
     """Run every queued job (jobs a killed run left `running` first go back to the queue).
 
-    `work(engine, session_id)`: the job's code (the core's calibration by default). Returns
-    {"done": n, "failed": n} of this run; `progress(session_id, status)` after each job."""
+    `work(engine, session_id)`: the job's code, one session at a time; None: the core's
+    calibration, `batch` sessions per chunk grouped by structure (0: one at a time, each
+    compiled on its own). `kind`: inprocess | pool | ray, with `workers` processes (the chunks
+    are then sized so that every worker gets one). Returns {"done": n, "failed": n} of this run;
+    `progress(session_id, status)` after each job."""
     requeue_interrupted(engine)
+    if work is None and batch == 0:
+        work = calibrate_session
+    size = 1 if work is not None else batch
+    if kind != "inprocess":
+        size = max(1, min(size, math.ceil(counts(engine).get("queued", 0) / workers)))
     tally = {"done": 0, "failed": 0}
-    while (claimed := claim(engine)) is not None:
-        job_id, session_id = claimed
-        try:
-            result, error = work(engine, session_id), None
-        except RobocalError as exc:
-            result, error = None, str(exc)
-        finish(engine, job_id, result, error)
-        status = "done" if error is None else "failed"
-        tally[status] += 1
-        if progress is not None:
-            progress(session_id, status)
-    return tally
+    with executor(kind, engine, workers) as ex:
+        pending: dict[int, list[tuple[int, int]]] = {}
+        while True:
+            while len(pending) < ex.depth and (claimed := claim_many(engine, size)):
+                pending[ex.submit([session for _, session in claimed], work)] = claimed
+            if not pending:
+                return tally
+            for key, outcomes in ex.wait():
+                jobs = dict((session, job) for job, session in pending.pop(key))
+                finish_many(engine, [(jobs[s], None if cols is None else Result(**cols), error) for s, cols, error in outcomes])
+                for session, _, error in outcomes:
+                    status = "done" if error is None else "failed"
+                    tally[status] += 1
+                    if progress is not None:
+                        progress(session, status)

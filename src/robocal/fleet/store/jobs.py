@@ -30,14 +30,30 @@ def claim(engine: Engine) -> tuple[int, int] | None:
         return job.id, job.session_id
 
 
+def claim_many(engine: Engine, limit: int) -> list[tuple[int, int]]:
+    """Up to `limit` of the oldest queued jobs, marked running in one transaction as `claim` marks one:
+    [(job id, session id)], empty when the queue is."""
+    with DbSession(engine) as db, db.begin():
+        jobs = list(db.scalars(select(Job).where(Job.status == "queued").order_by(Job.id).limit(limit).with_for_update(skip_locked=True)))
+        for job in jobs:
+            job.status, job.attempts, job.updated = "running", job.attempts + 1, now()
+        return [(job.id, job.session_id) for job in jobs]
+
+
 def finish(engine: Engine, job_id: int, result: Result | None, error: str | None = None) -> None:
     """Store the job's result and mark it done (or failed with `error`), in one transaction."""
+    finish_many(engine, [(job_id, result, error)])
+
+
+def finish_many(engine: Engine, outcomes: list[tuple[int, Result | None, str | None]]) -> None:
+    """`finish` for several jobs, (job id, result, error) each, all in one transaction."""
     with DbSession(engine) as db, db.begin():
-        job = db.get_one(Job, job_id)
-        if result is not None:
-            db.add(result)
-        job.status, job.error, job.updated = ("done" if error is None else "failed"), error, now()
-        db.add(AuditEntry(action=job.status, detail={"job": job_id, "session": job.session_id, "error": error}))
+        for job_id, result, error in outcomes:
+            job = db.get_one(Job, job_id)
+            if result is not None:
+                db.add(result)
+            job.status, job.error, job.updated = ("done" if error is None else "failed"), error, now()
+            db.add(AuditEntry(action=job.status, detail={"job": job_id, "session": job.session_id, "error": error}))
 
 
 def counts(engine: Engine) -> dict[str, int]:

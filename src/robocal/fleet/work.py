@@ -1,0 +1,143 @@
+"""The job code of `fleet run`, the same for every executor (robocal.fleet.executors): a chunk
+of stored sessions in, their results out (`run_chunk`). Batched, the sessions are grouped by
+structure and each group calibrated together (robocal.fleet.batch); one at a time,
+`calibrate_session` calibrates a session exactly as `robocal calibrate` does, compiling its own
+problem."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session as DbSession
+
+from robocal.errors import RobocalError
+from robocal.fleet.criteria import CRITERIA, judge, load_criteria
+from robocal.fleet.store.models import Result
+from robocal.fleet.store.sessions import materialize, materialize_many
+
+COLUMNS = ("session_id", "parameters", "report", "urdf", "verdict")
+Work = Callable[[Engine, int], Result]
+Outcome = tuple[int, dict | None, str | None]  # session id, the result's columns (COLUMNS), error
+
+
+def result_row(session_id: int, cal, folder: Path) -> Result:
+    """The result row (not yet added) of a calibration of the session materialized in `folder`
+    (its problem file and criteria.yaml there): report.json and the calibrated URDF as
+    `write_results` writes them, and the verdict against the session's criteria."""
+    from robocal.results import write_results
+
+    out = folder.parent / f"{folder.name}-out"
+    out.mkdir()
+    write_results(cal, out, figures=False)
+    urdf = out / "calibrated.urdf"
+    kinds = {p.name: p.kind for p in cal.problem.layout.parameters}
+    report = (out / "report.json").read_text()
+    verdict = judge(json.loads(report), kinds, load_criteria(folder / CRITERIA))  # the report as written, not computed twice
+    return Result(
+        session_id=session_id,
+        parameters=cal.parameters(),
+        report=report,
+        urdf=urdf.read_text() if urdf.exists() else None,
+        verdict={"status": verdict.status, "reasons": verdict.reasons},
+    )
+
+
+def calibrate_session(engine: Engine, session_id: int) -> Result:
+    """Calibrate one stored session exactly as `robocal calibrate` does; its result row (not yet added)."""
+    from robocal.calibration import calibrate
+    from robocal.problem import load_problem
+
+    with tempfile.TemporaryDirectory(prefix="robocal-fleet-") as tmp:
+        with DbSession(engine) as db:
+            problem = materialize(db, session_id, Path(tmp) / "session")
+        return result_row(session_id, calibrate(load_problem(problem)), problem.parent)
+
+
+def columns(result: Result) -> dict:
+    return {name: getattr(result, name) for name in COLUMNS}
+
+
+def run_chunk(engine: Engine, session_ids: list[int], work: Work | None) -> list[Outcome]:
+    """The job code of every executor: the outcome of each session, in order. `work` None: the
+    sessions calibrated in groups of one structure (robocal.fleet.batch); else `work(engine, id)`
+    one session at a time. A RobocalError is the session's error; anything else propagates."""
+    if work is None:
+        return calibrate_sessions(engine, session_ids)
+    outcomes: list[Outcome] = []
+    for session_id in session_ids:
+        try:
+            outcomes.append((session_id, columns(work(engine, session_id)), None))
+        except RobocalError as exc:
+            outcomes.append((session_id, None, str(exc)))
+    return outcomes
+
+
+TEMPLATES = 16  # structures whose compiled functions a process keeps
+_templates: OrderedDict[str, object] = OrderedDict()  # structure key -> template Problem, most recent last
+
+
+def _template(key: str, problem):
+    """The process's template of `key`'s structure (`problem` becomes it where there is none)."""
+    template = _templates.setdefault(key, problem)
+    _templates.move_to_end(key)
+    while len(_templates) > TEMPLATES:
+        _templates.popitem(last=False)
+    return template
+
+
+def _calibrations(problems: list, key: str | None) -> list:
+    """The calibration (or the RobocalError) of each problem of one structure: together where the
+    structure batches, else (or where the batch raised) one at a time, each error on its own problem."""
+    from robocal.calibration import calibrate
+    from robocal.fleet.batch import calibrate_group, share_compiled
+
+    template = None if key is None else _template(key, problems[0])
+    if template is not None:
+        try:
+            return calibrate_group(problems, template)
+        except RobocalError:
+            pass
+    out: list = []
+    for problem in problems:
+        try:
+            if template is not None:
+                share_compiled(problem, template)
+            out.append(calibrate(problem))
+        except RobocalError as exc:
+            out.append(exc)
+    return out
+
+
+def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
+    """The outcome of each session, its problems calibrated in groups of one structure."""
+    from robocal.fleet.batch import group, structure_key
+    from robocal.problem import load_problem
+
+    outcomes: dict[int, Outcome] = {}
+    with tempfile.TemporaryDirectory(prefix="robocal-fleet-") as tmp:
+        problems, keys = {}, []
+        with DbSession(engine) as db:
+            files = materialize_many(db, session_ids, Path(tmp))
+        for session_id in session_ids:
+            try:
+                problem = load_problem(files[session_id])
+                keys.append(structure_key(problem))
+                problems[session_id] = problem
+            except RobocalError as exc:
+                outcomes[session_id] = (session_id, None, str(exc))
+        loaded = list(problems)
+        for members in group(keys):
+            ids = [loaded[i] for i in members]
+            for session_id, cal in zip(ids, _calibrations([problems[i] for i in ids], keys[members[0]])):
+                try:
+                    if isinstance(cal, RobocalError):
+                        raise cal
+                    outcomes[session_id] = (session_id, columns(result_row(session_id, cal, problems[session_id].path.parent)), None)
+                except RobocalError as exc:
+                    outcomes[session_id] = (session_id, None, str(exc))
+    return [outcomes[i] for i in session_ids]
