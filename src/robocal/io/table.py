@@ -1,4 +1,5 @@
-"""CSV tables with a header row: every problem is reported with file, line and column.
+"""Data tables with a header row (CSV; JSON and MATLAB .mat through `table_formats`): every
+problem is reported with file, line (or row) and column.
 
 A bad cell or row is never dropped silently: reading stops at the first problem with a message
 that says where it is (line numbers are 1-based and count the header, as an editor shows them).
@@ -14,18 +15,32 @@ from pathlib import Path
 import numpy as np
 
 from robocal.errors import InputError
+from robocal.io import table_formats
 
 
 @dataclass(frozen=True)
 class Table:
     path: Path
     header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    lines: np.ndarray  # source line of each row
-    header_line: int = 1
+    rows: tuple[tuple[str | None, ...], ...]  # None: a cell the file does not give (a JSON row object without the key)
+    lines: np.ndarray  # source line of each row (the row number, from 1, in a file without lines: .mat)
+    header_line: int | None = 1
+    position: str = "line"  # what `lines` count: "line" (CSV, JSON) or "row" (.mat)
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def error(self, line: int, message: str, column: str) -> InputError:
+        """A bad cell, located as the file allows: line and column, or row and column."""
+        if self.position == "line":
+            return InputError(self.path, message, line=line, field=column)
+        return InputError(self.path, f"row {line}, column '{column}': {message}")
+
+    def _text(self, row: tuple[str | None, ...], line: int, c: int, name: str) -> str:
+        cell = row[c]
+        if cell is None:
+            raise self.error(line, "this row gives no value for the column", name)
+        return cell.strip()
 
     def _index(self, names: list[str], what: str) -> dict[str, int]:
         """Column positions; a missing or duplicated column is an InputError."""
@@ -44,9 +59,9 @@ class Table:
         out = np.empty((len(self.rows), len(names)), dtype=object)
         for r, (row, line) in enumerate(zip(self.rows, self.lines)):
             for c, name in enumerate(names):
-                out[r, c] = row[index[name]].strip()
+                out[r, c] = self._text(row, int(line), index[name], name)
                 if not out[r, c]:
-                    raise InputError(self.path, "empty cell", line=int(line), field=name)
+                    raise self.error(int(line), "empty cell", name)
         return out
 
     def columns(self, names: list[str], *, what: str = "column") -> np.ndarray:
@@ -55,14 +70,14 @@ class Table:
         out = np.empty((len(self.rows), len(names)))
         for r, (row, line) in enumerate(zip(self.rows, self.lines)):
             for c, name in enumerate(names):
-                text = row[index[name]].strip()
+                text = self._text(row, int(line), index[name], name)
                 try:
                     value = float(text)
                 except ValueError:
                     hint = " (use a point as the decimal separator)" if "," in text else ""
-                    raise InputError(self.path, f"'{text}' is not a number{hint}", line=int(line), field=name) from None
+                    raise self.error(int(line), f"'{text}' is not a number{hint}", name) from None
                 if not math.isfinite(value):
-                    raise InputError(self.path, f"'{text}' is not a finite number", line=int(line), field=name)
+                    raise self.error(int(line), f"'{text}' is not a finite number", name)
                 out[r, c] = value
         return out
 
@@ -84,7 +99,8 @@ MAX_TABLE_BYTES = 100 * 2**20
 
 
 def read_table(path: str | Path) -> Table:
-    """Read a CSV file with a header; blank lines are skipped, every other row must be complete."""
+    """Read a data table: CSV (any suffix but those below), JSON (.json) or MATLAB (.mat); the
+    same cells and the same located errors from each (`robocal.io.table_formats`)."""
     path = Path(path)
     if path.is_file() and path.stat().st_size > MAX_TABLE_BYTES:
         raise InputError(
@@ -92,6 +108,28 @@ def read_table(path: str | Path) -> Table:
             f"{path.stat().st_size / 2**20:.0f} MiB is more than the {MAX_TABLE_BYTES // 2**20} MiB a data file may have "
             "(split the recording, or choose samples with `robocal design`)",
         )
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        table_formats.refuse_parquet(path)
+    if suffix == ".mat":
+        if not path.is_file():
+            raise InputError(path, "cannot read data file (No such file or directory)")
+        header, cells = table_formats.read_mat(path)
+        return _table(path, header, cells, list(range(1, len(cells) + 1)), None, "row")
+    if suffix == ".json":
+        names, rows, lines, header_line = table_formats.read_json(path, read_text(path, "data file"))
+        return _table(path, names, rows, lines, header_line, "line")
+    return read_csv(path)
+
+
+def _table(path: Path, header: tuple[str, ...], rows: list, lines: list[int], header_line: int | None, position: str) -> Table:
+    if not rows:
+        raise InputError(path, "no data rows" if header else "the file is empty (expected a header and at least one row)")
+    return Table(path, header, tuple(rows), np.array(lines), header_line, position)
+
+
+def read_csv(path: Path) -> Table:
+    """Read a CSV file with a header; blank lines are skipped, every other row must be complete."""
     text = read_text(path, "data file")
     reader = csv.reader(text.splitlines())
     records = []
