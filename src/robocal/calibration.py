@@ -15,7 +15,7 @@ import numpy as np
 
 from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.observability import scaled_condition_number
-from robocal.analysis.task_uncertainty import Task, predicted_task_error
+from robocal.analysis.task_uncertainty import Task, predicted_task_error, robot_uncertainty
 from robocal.analysis.verdict import Verdict, judge
 from robocal.errors import InputError
 from robocal.measurements.base import ClosedForm, Measurement, on_rows, rows_shape
@@ -81,7 +81,9 @@ class Calibration:
         if cfg is None:
             return None
         task = Task.default(self.problem, cfg.reference, cfg.tips, n=cfg.n, seed=cfg.seed)
-        predicted = predicted_task_error(task.jacobians(self.problem, self.estimate), self.solution.covariance)
+        # Parameters held at nominal count with their prior: the data did not make them nominal.
+        known = robot_uncertainty(self.problem, self.estimate, self.solution.covariance)
+        predicted = predicted_task_error(task.robot_jacobians(known.robot, known.theta), known.covariance)
         # Mean squared whitened residual (prior terms included): about 1 when the sigmas are right
         # and the model can represent the robot; far above 1 the errors are not noise but model error.
         residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(self.problem.measurements, self.solution.masks))
@@ -93,6 +95,7 @@ class Calibration:
             "seed": task.seed,
             "unit": "m",
             "predicted": predicted,
+            "held_at_nominal": list(known.held),  # in the prediction with their prior sigmas
             "fit_per_residual": fit,
         }
         if fit > MISFIT:

@@ -106,7 +106,7 @@ def test_unbounded_parameters_give_no_prediction():
     cov = np.diag([1.0, np.inf, 1.0])
     assert predicted_task_error(jac, cov)["rms"] == pytest.approx(np.sqrt(3.0))  # parameter 1 moves nothing
     jac[..., 1] = 1.0
-    assert predicted_task_error(jac, cov) == {"rms": None, "mean": None}
+    assert predicted_task_error(jac, cov) == {"rms": None, "mean": None, "interval95": None}
 
 
 def test_task_links_are_checked_with_their_field(markers_problem, tmp_path):

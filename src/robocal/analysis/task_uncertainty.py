@@ -11,10 +11,16 @@ so the predicted root mean squared error is sqrt(mean_mf tr S_mf) = sqrt(tr(C M)
 M = mean_m sum_f Jt_mf^T Jt_mf (`TaskMetric`), and the predicted mean error is the mean of
 E|e| over e ~ N(0, S_mf), the figure the hand-calibration paper tabulates. E|e| has no closed
 form; it is averaged over a fixed set of standard normal draws (the same for every call).
+
+A calibration realizes one parameter error delta, so one mean task error over the test set,
+mean_mf |Jt_mf delta|; with delta ~ N(0, C) its central 95 % interval (`interval95`) is the
+prediction a realized figure is checked against (tests/analysis/test_task_coverage.py: how often
+it falls inside over seeded simulated calibrations).
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,10 +29,13 @@ import numpy as np
 from robocal.analysis.doptimal import TaskMetric
 from robocal.analysis.task_error import task_jacobians
 from robocal.errors import RobocalError
+from robocal.kinematics.model import RobotModel
 from robocal.kinematics.tree import KinematicTree
+from robocal.parameters import ParameterLayout
 from robocal.simulation.testset import uniform_cartesian_test_set
 
 DRAWS = 256  # standard normal draws for E|e|
+INTERVAL_DRAWS = 1000  # parameter-error draws for the interval of the test set's mean task error
 
 
 def default_tips(tree: KinematicTree) -> tuple[str, ...]:
@@ -71,26 +80,71 @@ class Task:
         """(n, F, 3, P): task Jacobians on the test set over all of the problem's parameters
         (zero outside the robot block)."""
         block = problem.layout.blocks["robot"]
-        q = uniform_cartesian_test_set(problem.robot, theta[block], (self.reference, *self.tips), self.n, self.seed)
-        robot_jac = task_jacobians(problem.robot, theta[block], q, self.reference, self.tips)
+        robot_jac = self.robot_jacobians(problem.robot, theta[block])
         jac = np.zeros((*robot_jac.shape[:-1], len(theta)))
         jac[..., block] = robot_jac
         return jac
+
+    def robot_jacobians(self, robot: RobotModel, theta: np.ndarray) -> np.ndarray:
+        """(n, F, 3, P_robot): task Jacobians on the test set over the robot's parameters at theta (P_robot,)."""
+        q = uniform_cartesian_test_set(robot, theta, (self.reference, *self.tips), self.n, self.seed)
+        return task_jacobians(robot, theta, q, self.reference, self.tips)
 
     def metric(self, problem, theta: np.ndarray) -> TaskMetric:
         return TaskMetric.from_jacobians(self.jacobians(problem, theta))
 
 
-def predicted_task_error(jacobians: np.ndarray, covariance: np.ndarray) -> dict[str, float | None]:
-    """Predicted RMS and mean task error (m) for a parameter covariance; None where a parameter
-    the task depends on has unbounded variance (no prior and no data)."""
+@dataclass(frozen=True)
+class RobotUncertainty:
+    """The robot's parameters with what is known of them after a calibration: `theta` (P,) the
+    estimate, held parameters at nominal; `covariance` (P, P) the posterior for the fitted ones,
+    the prior variance for the held ones (inf where a held one has no prior); `held` their names."""
+
+    robot: RobotModel
+    theta: np.ndarray
+    covariance: np.ndarray
+    held: tuple[str, ...]
+
+
+def robot_uncertainty(problem, theta: np.ndarray, covariance: np.ndarray) -> RobotUncertainty:
+    """Every parameter of the problem's parameterization with its uncertainty: a parameter held
+    at nominal (parameters.fixed, select: identifiable) is not known to be nominal, it is known
+    to its prior, and a task it moves inherits that."""
+    block = problem.layout.blocks["robot"]
+    if not (problem.unidentifiable or problem.config.parameters.fixed):
+        return RobotUncertainty(problem.robot, theta[block], covariance[block, block], ())
+    fitted = [p.name for p in problem.robot.parameters]
+    robot = problem.unheld_robot
+    names = [p.name for p in robot.parameters]
+    at = [names.index(name) for name in fitted]
+    layout = ParameterLayout()
+    layout.add("robot", list(robot.parameters))
+    overrides = {k: v for k, v in problem.config.priors.overrides.items() if any(fnmatch.fnmatchcase(n, k) for n in names)}
+    layout.set_priors(problem.priors_by_kind(), overrides)
+    full_theta, full_cov = robot.nominal.copy(), np.diag([np.inf if p.prior_sigma is None else p.prior_sigma**2 for p in layout.parameters])
+    full_theta[at] = theta[block]
+    full_cov[np.ix_(at, at)] = covariance[block, block]
+    return RobotUncertainty(robot, full_theta, full_cov, tuple(n for n in names if n not in set(fitted)))
+
+
+def predicted_task_error(jacobians: np.ndarray, covariance: np.ndarray) -> dict[str, float | list[float] | None]:
+    """Predicted RMS and mean task error (m) for a parameter covariance, and `interval95`: the
+    central 95 % interval of the test set's mean task error, the figure a calibration realizes
+    once (over parameter errors delta ~ N(0, C), INTERVAL_DRAWS seeded draws of
+    mean_mf |Jt_mf delta|). None where a parameter the task depends on has unbounded variance
+    (no prior and no data)."""
     unbounded = ~np.isfinite(np.diag(covariance))
     if np.abs(jacobians[..., unbounded]).max(initial=0.0) > 0:
-        return {"rms": None, "mean": None}
+        return {"rms": None, "mean": None, "interval95": None}
     keep = ~unbounded
     jac = jacobians[..., keep]
     cov = jac @ covariance[np.ix_(keep, keep)] @ np.swapaxes(jac, -1, -2)  # (n, F, 3, 3)
     lam, vec = np.linalg.eigh(cov)
     z = np.random.default_rng(0).standard_normal((DRAWS, 3))
     norms = np.linalg.norm(np.einsum("...ij,...j,dj->...di", vec, np.sqrt(np.clip(lam, 0.0, None)), z), axis=-1)
-    return {"rms": float(np.sqrt(np.trace(cov, axis1=-2, axis2=-1).mean())), "mean": float(norms.mean())}
+    w, v = np.linalg.eigh(covariance[np.ix_(keep, keep)])
+    factor = v * np.sqrt(np.clip(w, 0.0, None))  # C = factor factor^T
+    deltas = factor @ np.random.default_rng(1).standard_normal((factor.shape[1], INTERVAL_DRAWS))  # (P, D)
+    means = np.linalg.norm(jac @ deltas, axis=-2).mean(axis=(0, 1))  # (D,): |Jt delta| over (3,) per draw, averaged over the test set
+    low, high = np.quantile(means, [0.025, 0.975])
+    return {"rms": float(np.sqrt(np.trace(cov, axis1=-2, axis2=-1).mean())), "mean": float(norms.mean()), "interval95": [float(low), float(high)]}

@@ -108,20 +108,25 @@ class Problem:
         names = [m.name for m in self.measurements]
         if len(set(names)) != len(names):
             raise InputError(path, "measurement names must be unique", field="measurements")
-        priors = config.priors
-        by_kind = {
-            "translation": priors.translation,
-            "rotation": priors.rotation,
-            "joint_offset": priors.joint_offset,
-            "point": priors.point,
-            "drive": priors.drive,
-            "gain": priors.gain,
-        }
         try:
-            self.layout.set_priors(by_kind, priors.overrides)
+            self.layout.set_priors(self.priors_by_kind(), config.priors.overrides)
         except KeyError as exc:
             raise InputError(path, f"no parameter matches {exc}", field=f"priors.overrides.{exc.args[0]}") from None
         self._guess_frames()
+
+    def priors_by_kind(self) -> dict[str, float | None]:
+        """The problem's prior sigma per parameter kind (priors: in the problem file)."""
+        p = self.config.priors
+        return {"translation": p.translation, "rotation": p.rotation, "joint_offset": p.joint_offset, "point": p.point, "drive": p.drive, "gain": p.gain}
+
+    @cached_property
+    def unheld_robot(self) -> RobotModel:
+        """The robot with every parameter of the problem's parameterization: those held at nominal
+        (parameters.fixed, select: identifiable) decide what is fitted, not what is uncertain.
+        Built once: its compiled kinematics serve every later call."""
+        if self.tree is None or self.robot is None:
+            raise RobocalError(f"{self.path}: the problem has no robot")
+        return RobotModel(self.tree, joint_modes(self.tree, self.config.parameters, self.path), sensors=self.robot.sensors)
 
     def _load_robot(self) -> tuple[KinematicTree | None, RobotModel | None]:
         config, path = self.config, self.path

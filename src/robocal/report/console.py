@@ -35,7 +35,9 @@ def print_summary(cal: Calibration, console: Console) -> None:
     if task is not None and task["predicted"]["rms"] is not None:
         p = task["predicted"]
         console.print(
-            f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm"
+            f"predicted task error ({', '.join(task['tips'])} relative to {task['reference']}): mean {p['mean'] * 1e3:.3f} mm, rms {p['rms'] * 1e3:.3f} mm; "
+            f"the test set's mean error lies in [{p['interval95'][0] * 1e3:.3f}, {p['interval95'][1] * 1e3:.3f}] mm with 95 % probability"
+            + (f", counting the prior of the {len(task['held_at_nominal'])} parameters held at nominal" if task["held_at_nominal"] else "")
         )
         if "warning" in task:
             console.print(f"[yellow]warning:[/] {escape(task['warning'])}")
