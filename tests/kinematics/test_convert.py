@@ -240,3 +240,11 @@ def test_nearly_parallel_axes_get_a_fixed_transform(convention, tmp_path):
         q = configurations(source)
         links = list(source.links)
         assert max(worst(robocal_poses(table, q, links, source.actuated), pinocchio_poses(path, source, q, links))) < TOL
+
+
+def test_a_robot_without_joints(tmp_path):
+    """One link, no joint: an empty table (`chains: []`) that reads back as that link."""
+    path = tmp_path / "one.urdf"
+    path.write_text('<robot name="one"><link name="only"/></robot>')
+    table = converted(load_urdf(path), "modified", tmp_path)
+    assert table.links == ("only",) and table.joints == ()

@@ -441,7 +441,8 @@ def _text(value) -> str:
 def dh_text(table: dict, comment: str = "") -> str:
     """The DH table as YAML in the packaged tables' layout: one row per line."""
     lines = [f"# {line}" for line in comment.splitlines()]
-    lines += [f"name: {_text(table['name'])}", f"convention: {table['convention']}", f"root: {_text(table['root'])}", "chains:"]
+    lines += [f"name: {_text(table['name'])}", f"convention: {table['convention']}", f"root: {_text(table['root'])}"]
+    lines.append("chains:" if table["chains"] else "chains: []")
     for chain in table["chains"]:
         lines.append(f"  - name: {_text(chain['name'])}")
         for key in ("parent", "base"):
