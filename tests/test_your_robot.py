@@ -35,7 +35,10 @@ def test_the_walk_through(tmp_path, monkeypatch, capsys):
     assert [s[0] for s in steps] == ["simulate", "analyze", "design", "calibrate", "evaluate", "evaluate"]
     for args in steps:
         robocal(monkeypatch, capsys, args)
-    held_out = json.loads(robocal(monkeypatch, capsys, [*steps[4], "--json"]))
+    page = (tmp_path / "my_arm" / "evaluation.html").read_text()
+    assert "test.csv" in page and "train.csv (training)" in page and "% </td>" not in page and "Verdict on the held-out data" in page
+    html = steps[4].index("--html")
+    held_out = json.loads(robocal(monkeypatch, capsys, [*steps[4][:html], *steps[4][html + 2 :], "--json"]))
     [test] = held_out["evaluations"][0]["measurements"]
     floor = np.sqrt(3) * 1e-4  # m: 0.1 mm per coordinate, as a 3D distance
     assert 0.8 * floor < test["after"]["rms"] < 1.3 * floor < 5 * floor < test["before"]["rms"]

@@ -6,7 +6,10 @@ moved into place, never over an input.
   it would be overwritten or mixed up with the output);
 - `staged(out)`: a context that yields a hidden temporary folder beside --out; when the block ends
   without an exception its files are moved into --out (each `os.replace`, atomic per file), so a
-  failed or killed run leaves no half-written folder and an earlier result as it was.
+  failed or killed run leaves no half-written folder and an earlier result as it was;
+- `new_file(path, inputs)`: a single output file is new (nothing is overwritten) and no input;
+- `write_atomically(path, data)`: a file written aside and moved into place, so a reader or a
+  killed run sees the old file or the whole new one, never half of one.
 """
 
 from __future__ import annotations
@@ -53,6 +56,29 @@ def staged(out: Path) -> Iterator[Path]:
             os.replace(file, target)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def new_file(path: Path, inputs: Iterable[Path] = ()) -> None:
+    """Raise a RobocalError naming `path` unless it can be a new output file (module doc)."""
+    path = Path(path)
+    if path.exists():
+        raise RobocalError(f"{path}: exists; give a new file name (robocal never overwrites a file it may have read)")
+    if any(Path(p).resolve() == path.resolve() for p in inputs):
+        raise RobocalError(f"{path}: is one of the command's inputs")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise RobocalError(f"{path}: cannot write there ({folder} is not a writable folder)")
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to a hidden file beside `path`, then move it onto `path` (os.replace)."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def moved(files: Iterable[Path], stage: Path, out: Path) -> list[Path]:

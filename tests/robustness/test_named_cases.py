@@ -128,3 +128,26 @@ def test_a_200_mb_data_file_is_refused_before_it_is_read(arm, tmp_path, monkeypa
     code, _, err = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--out", tmp_path / "out")
     assert code == 2 and said(str(tmp_path / "a" / "train.csv"), err) and said("200 MiB is more than the 100 MiB", err)
     assert not (tmp_path / "out").exists()
+
+
+def test_evaluate_html_never_overwrites_and_needs_data(arm, tmp_path, monkeypatch, capsys):
+    """--html is checked before the evaluation runs: an existing file (here the data file itself)
+    is refused and left as it was; with --truth there is no held-out page to write."""
+    shutil.copytree(arm, tmp_path / "a")
+    data = tmp_path / "a" / "train.csv"
+    before = data.read_bytes()
+    code, _, err = run(monkeypatch, capsys, "evaluate", problem(tmp_path / "a"), "--result", tmp_path / "none", "--data", data, "--html", data)
+    assert code == 2 and said(f"{data}: exists; give a new file name", err) and data.read_bytes() == before
+    code, _, err = run(
+        monkeypatch,
+        capsys,
+        "evaluate",
+        problem(tmp_path / "a"),
+        "--result",
+        tmp_path / "none",
+        "--truth",
+        tmp_path / "a" / "arm.urdf",
+        "--html",
+        tmp_path / "page.html",
+    )
+    assert code == 2 and said("--html: only with --data", err) and not (tmp_path / "page.html").exists()

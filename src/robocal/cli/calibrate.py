@@ -139,6 +139,7 @@ def evaluate(
     seed: Annotated[int | None, typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON (SI units) for scripts, instead of tables in mm")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="with --data: also write the held-out page (verdict, table, warnings) to this new file")] = None,
 ) -> None:
     """Before/after errors (tables in mm; --json for scripts): on other data files or placement folders (--data, repeated),
     with the frames estimated during calibration, beside the training data, and warnings when the
@@ -156,13 +157,22 @@ def evaluate(
         extra = [f"--{name}" for name, value in (("reference", reference), ("tips", tips), ("n", n), ("seed", seed)) if value is not None]
         if extra:
             raise RobocalError(f"{', '.join(extra)}: only with --truth")
+        if html is not None:
+            from robocal.outputs import new_file
+
+            new_file(html, [problem, *data])  # before the evaluation: a bad --html costs nothing
         report = evaluate_files(problem, result, data, measurement, force=force, warn=warn)
     else:
-        if measurement is not None:
-            raise RobocalError("--measurement: only with --data")
+        if measurement is not None or html is not None:
+            raise RobocalError(f"{'--measurement' if measurement is not None else '--html'}: only with --data")
         assert truth is not None  # exactly one of --data and --truth (checked above)
         options = {k: v for k, v in (("n", n), ("seed", seed)) if v is not None}
         report = evaluate_truth(problem, result, truth, reference, names(tips), **options, force=force, warn=warn)
+    if html is not None:
+        from robocal.report.evaluation import write_held_out_page
+
+        write_held_out_page(report, html)
+        err.print(f"wrote {html}", markup=False, highlight=False)
     if as_json:
         print(json.dumps(report, indent=2))
         return

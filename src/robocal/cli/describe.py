@@ -8,21 +8,15 @@ from typing import Annotated
 import typer
 
 from robocal.errors import RobocalError
+from robocal.outputs import new_file, write_atomically
 from robocal.terminal import out
 
 
 def _new_file_beside(source: Path, target: Path) -> None:
     """--out must be a new file in the source's folder: relative paths inside stay valid, nothing is overwritten."""
-    if target.exists():
-        raise RobocalError(f"{target}: exists; give a new file name (robocal never overwrites a file it may have read)")
+    new_file(target, [source])
     if target.resolve().parent != source.resolve().parent:
         raise RobocalError(f"{target}: write it in the folder of {source} (the data paths inside are relative to that folder)")
-
-
-def _write(target: Path, data: bytes) -> None:
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_bytes(data)
-    partial.replace(target)
 
 
 def describe(
@@ -48,7 +42,7 @@ def describe(
         for path, _ in files[1:]:
             _new_file_beside(source, path)
         for path, mapping in files:
-            _write(path, yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True).encode())
+            write_atomically(path, yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True).encode())
         out.print("wrote " + ", ".join(str(p) for p, _ in files), markup=False, highlight=False)
         return
     config = load_yaml_model(source, problem_config())  # validated before anything is written
@@ -61,5 +55,5 @@ def describe(
             carried = yaml.safe_load(criteria.read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise RobocalError(f"{criteria}: cannot read criteria ({exc})") from None
-    _write(out_file, embed(robot, yaml.safe_load(source.read_text(encoding="utf-8-sig")), carried))
+    write_atomically(out_file, embed(robot, yaml.safe_load(source.read_text(encoding="utf-8-sig")), carried))
     out.print(f"wrote {out_file}: {robot.name} with the calibration description of {source.name}", markup=False, highlight=False)

@@ -29,7 +29,8 @@ from robocal.kinematics.model import RobotModel
 from robocal.measurements.contact import ContactData
 from robocal.problem import Problem, load_problem
 from robocal.report.console import step
-from robocal.report.html import figure_html, table_html, write_page
+from robocal.report.html import figure_html
+from robocal.report.page import table_html, write_page
 from robocal.results import write_results
 from robocal.simulation.contact.dlr_hand import (
     DLR_GEOMETRY,

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robocal.errors import InputError
 from robocal.grasp.learned import losses, networks
+from robocal.outputs import write_atomically
 
 CHECKPOINT, STATE, CURVES = "checkpoint.eqx", "state.json", "curves.html"
 
@@ -177,8 +178,7 @@ def _save(out: Path, model_state: tuple, state: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     eqx.tree_serialise_leaves(out / f".{CHECKPOINT}.partial", model_state)
     os.replace(out / f".{CHECKPOINT}.partial", out / CHECKPOINT)
-    (out / f".{STATE}.partial").write_text(json.dumps(state, indent=1))
-    os.replace(out / f".{STATE}.partial", out / STATE)
+    write_atomically(out / STATE, json.dumps(state, indent=1).encode())
 
 
 def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, int], None] | None = None) -> dict:
@@ -233,7 +233,8 @@ def write_curves(path: Path, state: dict) -> None:
     """The learning curves as a self-contained HTML page."""
     from matplotlib.figure import Figure
 
-    from robocal.report.html import figure_html, table_html, write_page
+    from robocal.report.html import figure_html
+    from robocal.report.page import table_html, write_page
 
     curves = np.array(state["curves"], dtype=float).reshape(-1, 3)  # the training loss of step 0 is None: nan
     fig = Figure(figsize=(7, 4))
