@@ -21,7 +21,7 @@ from robocal.errors import InputError
 from robocal.measurements.base import ClosedForm, Measurement, on_rows, rows_shape
 from robocal.problem import Problem
 from robocal.problem.schema import MISFIT
-from robocal.solver import Rejection, Solution, solve
+from robocal.solver import Rejection, Solution, fit, solve
 from robocal.solver.map import laplace
 from robocal.solver.scaled_svd import solve_scaled_svd
 
@@ -222,7 +222,7 @@ def calibrate(problem: Problem) -> Calibration:
     not_model = ~problem.model_parameters()
     baseline = problem.theta0
     if not_model.any():
-        baseline = solve(problem.map_problem, baseline, free=not_model, masks=masks, **options).theta
+        baseline = fit(problem.map_problem, baseline, free=not_model, masks=masks, **options)
     if cfg.method == "closed_form":
         solution = closed_form_solution(problem, estimates, masks)
     elif cfg.method == "scaled_svd":

@@ -72,7 +72,7 @@ def _flat(problem: MapProblem, theta, masks, huber):
 class LMState(NamedTuple):
     """One iterate of Levenberg-Marquardt over f free parameters and m residuals.
 
-    phi (f,): the free parameters; r (m,), jac (m, f): residual and Jacobian at the last point
+    phi (f,): the parameters (held ones do not move); r (m,), jac (m, f): residual and Jacobian at the last point
     linearized; stale (): True when they are not at phi (after an accepted step); lam, nu ():
     damping and its growth factor; steps (): iterations made; done (): converged."""
 
@@ -102,6 +102,7 @@ class LevenbergMarquardt:
 
     residual: Callable[[jax.Array], jax.Array]
     step_bound: jax.Array
+    free: jax.Array  # (f,) bool: the entries the convergence test looks at (a held one does not move)
     tol: float
     max_steps: int
 
@@ -133,7 +134,7 @@ class LevenbergMarquardt:
         # Ties within rounding count as progress: near the optimum the cost cannot resolve the
         # last digits of theta (only sqrt(eps)), the Gauss-Newton step still can.
         accept = (cost_new <= cost * (1.0 + 1e-12)) & jnp.isfinite(cost_new)
-        small_step = jnp.max(jnp.abs(step)) <= self.tol * (1.0 + jnp.max(jnp.abs(phi)))
+        small_step = jnp.max(jnp.abs(step)) <= self.tol * (1.0 + jnp.max(jnp.where(self.free, jnp.abs(phi), 0.0)))
         return LMState(
             phi=jnp.where(accept, phi + step, phi),
             r=r,
@@ -150,17 +151,20 @@ class LevenbergMarquardt:
 
 
 def _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol) -> tuple[LevenbergMarquardt, Callable]:
-    """The Levenberg-Marquardt of `_lm` over the free entries of theta (indices `free`), and the
-    map from its free parameters to the full theta (the others staying at theta0)."""
+    """The Levenberg-Marquardt of `_lm` over all of theta, the entries outside `free` (p,) bool
+    held at theta0, and the map from its iterate to theta. A held entry's Jacobian column is
+    zero, so its damped step is exactly zero: one compiled solver serves every choice of free
+    parameters (the baseline's frames and the full fit alike)."""
     problem = MapProblem(problem_rows, data, mean, sqrt_prec)
 
     def full(phi):
-        return theta0.at[free].set(phi)
+        return jnp.where(free, phi, theta0)
 
-    has_prior = sqrt_prec[free] > 0
+    has_prior = sqrt_prec > 0
     solver = LevenbergMarquardt(
         residual=lambda phi: _flat(problem, full(phi), masks, huber),
-        step_bound=jnp.where(has_prior, 1.0 / jnp.where(has_prior, sqrt_prec[free], 1.0), 1.0),
+        step_bound=jnp.where(has_prior, 1.0 / jnp.where(has_prior, sqrt_prec, 1.0), 1.0),
+        free=free,
         tol=tol,
         max_steps=max_steps,
     )
@@ -169,13 +173,34 @@ def _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, 
 
 @partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
 def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
-    """(theta, steps, converged): Levenberg-Marquardt over the free entries of theta (indices
-    `free`), the others staying at theta0. Trust region: a step moves no parameter by more than
+    """(theta, steps, converged): Levenberg-Marquardt over the free entries of theta (`free`,
+    (p,) bool), the others staying at theta0. Trust region: a step moves no parameter by more than
     one prior sigma (1 m or 1 rad without a prior), so a strongly nonlinear model (a contact that
     flips side) is not jumped across."""
     solver, full = _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)
-    state = jax.lax.while_loop(lambda s: ~solver.terminate(s), solver.step, solver.init(theta0[free]))
+    state = jax.lax.while_loop(lambda s: ~solver.terminate(s), solver.step, solver.init(theta0))
     return full(state.phi), state.steps, state.done
+
+
+def fit(
+    problem: MapProblem,
+    theta0: np.ndarray,
+    *,
+    free: np.ndarray | None = None,
+    masks: list[np.ndarray] | None = None,
+    max_iterations: int = 1000,
+    tolerance: float = 1e-10,
+    huber: float | None = None,
+) -> np.ndarray:
+    """The MAP estimate (p,) alone: `solve` without outlier rejection and without the covariance
+    (e.g. a calibration's baseline, the frames fitted to the nominal robot). It shares `solve`'s
+    traced and compiled solver for the same problem, whatever `free` is."""
+    if masks is None:
+        masks = [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
+    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
+    args = (_free_mask(free, len(theta0)), problem.data, problem.prior_mean, problem.prior_sqrt_precision)
+    theta, _, _ = _lm(jnp.asarray(theta0, dtype=float), *args, _device([np.asarray(m, dtype=float) for m in masks]), **statics)
+    return np.asarray(theta)
 
 
 def solve_many(
@@ -187,7 +212,7 @@ def solve_many(
     loss, no rejection), each started from theta0. One compiled solver serves every selection;
     the solves run one after the other, so a slow one (hundreds of steps) does not hold up the
     others as it would in a vectorized batch."""
-    free = jnp.arange(len(theta0))
+    free = jnp.ones(len(theta0), bool)
     args = (problem.data, problem.prior_mean, problem.prior_sqrt_precision)
     statics = dict(problem_rows=problem.rows, huber=None, max_steps=int(max_iterations), tol=float(tolerance))
     out, done = [], []
@@ -203,7 +228,7 @@ def _lm_batch_init(theta0, free, data, mean, sqrt_prec, masks, problem_rows, hub
     """The initial LMState of B members (a leading axis B on theta0, every data leaf and masks)."""
 
     def one(theta, data, masks):
-        return _lm_solver(theta, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)[0].init(theta[free])
+        return _lm_solver(theta, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)[0].init(theta)
 
     return jax.vmap(one)(theta0, data, masks)
 
@@ -229,7 +254,7 @@ def _lm_batch(state, quota, theta0, free, data, mean, sqrt_prec, masks, problem_
         return jax.tree.map(lambda a, b: jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - 1)), a, b), new, s)
 
     state = jax.lax.while_loop(lambda s: jnp.sum(running(s)) > quota, step, state)
-    return state, jax.vmap(lambda phi, theta: theta.at[free].set(phi))(state.phi, theta0), running(state)
+    return state, jax.vmap(lambda phi, theta: jnp.where(free, phi, theta))(state.phi, theta0), running(state)
 
 
 def _take(tree, index: np.ndarray):
@@ -299,11 +324,11 @@ def solve_batch(
     if masks is None:
         masks = [[np.ones(s.shape[0]) for s in jax.eval_shape(problem.rows, jnp.asarray(theta0s[0]), datas[0])]] * size
     masks = [[np.asarray(m, dtype=float) for m in ms] for ms in masks]
-    free_idx = jnp.asarray(np.flatnonzero(np.ones(theta0s.shape[1], bool) if free is None else free))
+    free_mask = _free_mask(free, theta0s.shape[1])
     statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
     shared = (problem.prior_mean, problem.prior_sqrt_precision)
     t0 = time.perf_counter()
-    first = _fit_batch(theta0s, free_idx, datas, shared, masks, statics)
+    first = _fit_batch(theta0s, free_mask, datas, shared, masks, statics)
     compile_seconds, batch_seconds = first[3], time.perf_counter() - t0 - first[3]
     single: list = []
 
@@ -314,8 +339,8 @@ def solve_batch(
             if next(calls) == 0:  # the batch's fit
                 return first[0][b], first[1][b], first[2][b]
             if not single:
-                single.append(_lm.lower(jnp.asarray(theta), free_idx, member.data, *shared, _device(masks), **statics).compile())
-            return single[0](jnp.asarray(theta), free_idx, member.data, *shared, _device(masks))
+                single.append(_lm.lower(jnp.asarray(theta), free_mask, member.data, *shared, _device(masks), **statics).compile())
+            return single[0](jnp.asarray(theta), free_mask, member.data, *shared, _device(masks))
 
         return fit
 
@@ -324,7 +349,7 @@ def solve_batch(
         started = time.perf_counter()
         member = MapProblem(problem.rows, datas[b], *shared)
         theta, steps, converged, kept, rejections = _fit_rejecting(fitter(b, member), member, theta0s[b], masks[b], outlier_threshold, max_rejection_rounds)
-        covariance, cost = laplace(member, theta, kept, np.asarray(free_idx))
+        covariance, cost = laplace(member, theta, kept, np.flatnonzero(free_mask))
         seconds = batch_seconds / size + time.perf_counter() - started
         out.append(Solution(theta, covariance, np.sqrt(np.diag(covariance)), steps, converged, seconds, compile_seconds / size, cost, kept, rejections))
     return out
@@ -385,10 +410,10 @@ def solve(
         masks = [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
     masks = [np.asarray(m, dtype=float) for m in masks]
     theta = np.asarray(theta0, dtype=float)
-    free_idx = jnp.asarray(np.flatnonzero(np.ones(len(theta), bool) if free is None else free))
+    free_mask = _free_mask(free, len(theta))
     statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
     t0 = time.perf_counter()
-    args = (free_idx, problem.data, problem.prior_mean, problem.prior_sqrt_precision)
+    args = (free_mask, problem.data, problem.prior_mean, problem.prior_sqrt_precision)
     compiled = _lm.lower(jnp.asarray(theta), *args, _device(masks), **statics).compile()
 
     def fit(theta: np.ndarray, masks: list[np.ndarray]):
@@ -397,7 +422,7 @@ def solve(
     rows_and_jacobian(problem, theta)  # compiles the Jacobian too, so `seconds` is warm time
     compile_seconds = time.perf_counter() - t0
     theta, steps, converged, masks, rejections = _fit_rejecting(fit, problem, theta, masks, outlier_threshold, max_rejection_rounds)
-    covariance, cost = laplace(problem, theta, masks, np.asarray(free_idx))
+    covariance, cost = laplace(problem, theta, masks, np.flatnonzero(free_mask))
     return Solution(
         theta=theta,
         covariance=covariance,
@@ -410,6 +435,11 @@ def solve(
         masks=masks,
         rejections=rejections,
     )
+
+
+def _free_mask(free: np.ndarray | None, p: int) -> jax.Array:
+    """(p,) bool: the free parameters (all of them by default)."""
+    return jnp.asarray(np.ones(p, bool) if free is None else np.asarray(free, bool).reshape(p))
 
 
 def _device(masks: list[np.ndarray]) -> list[jax.Array]:
