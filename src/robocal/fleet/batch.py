@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from robocal.analysis.identifiability import identifiability
-from robocal.calibration import Calibration, conditioning, solver_options
+from robocal.calibration import Calibration, calibrate, conditioning, solver_options
 from robocal.problem import Problem
 from robocal.solver.map import MapProblem, solve_batch
 
@@ -75,10 +75,13 @@ def share_compiled(unit: Problem, template: Problem) -> None:
 def calibrate_group(problems: list[Problem], template: Problem | None = None) -> list[Calibration]:
     """`calibrate` of every problem in a group of one structure, the fits vectorized; `template`
     (default problems[0]), of the same structure, lends its compiled functions to all of them
-    (keep one per structure across groups: a new template compiles again)."""
+    (keep one per structure across groups: a new template compiles again). A group of one is
+    `calibrate` itself (with the template's compiled code)."""
     template = problems[0] if template is None else template
     for unit in problems:
         share_compiled(unit, template)
+    if len(problems) == 1:  # nothing to vectorize: `calibrate` itself, to the last bit
+        return [calibrate(problems[0])]
     cfg, options = template.config.solver, solver_options(template)
     datas = [p.map_problem.data for p in problems]
     masks = [[np.ones(m.n) for m in p.measurements] for p in problems]
