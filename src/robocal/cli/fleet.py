@@ -1,4 +1,4 @@
-"""`robocal fleet`: init, ingest, run, status, report, export, over the fleet store (a SQLite file by default)."""
+"""`robocal fleet`: init, add-model, ingest, run, status, report, export, over the fleet store (a SQLite file by default)."""
 
 from __future__ import annotations
 
@@ -24,13 +24,32 @@ def init(db: Db = DEFAULT_DB) -> None:
     out.print(f"fleet database ready: {db}", markup=False, highlight=False)
 
 
+@app.command("add-model")
+def add_model(
+    name: Annotated[str, typer.Argument(help="the model's name, e.g. arm-6r (a changed model is a new name: arm-6r-2)")],
+    description: Annotated[Path, typer.Option("--description", help="the model's URDF, with or without a calibration description")],
+    criteria: Annotated[Path | None, typer.Option("--criteria", help="criteria.yaml [default: the description's <robocal:criteria>, else none]")] = None,
+    db: Db = DEFAULT_DB,
+) -> None:
+    """Store a robot model: its URDF and criteria (sessions are filed under it by `ingest --model`)."""
+    from robocal.fleet.catalog import add_model as add
+    from robocal.fleet.store import open_store
+
+    joints, source = add(open_store(db), name, description, criteria)
+    out.print(f"model {name} added: {joints} actuated joints, criteria from {source}", markup=False, highlight=False)
+
+
 @app.command()
-def ingest(folder: Annotated[Path, typer.Argument(help="a folder of session folders (each holds problem.yaml and its data)")], db: Db = DEFAULT_DB) -> None:
+def ingest(
+    folder: Annotated[Path, typer.Argument(help="a folder of session folders (each holds problem.yaml and its data)")],
+    db: Db = DEFAULT_DB,
+    model: Annotated[str | None, typer.Option("--model", help="file the new sessions under this stored model (fleet add-model)")] = None,
+) -> None:
     """Store every session under FOLDER (files by SHA-256) and queue one job per new session."""
     from robocal.fleet.store import open_store
     from robocal.fleet.store.sessions import ingest as run
 
-    new, old = run(open_store(db), folder)
+    new, old = run(open_store(db), folder, model)
     out.print(f"{new} new sessions queued, {old} already stored", markup=False, highlight=False)
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session as DbSession
 
-from robocal.errors import InputError
-from robocal.fleet.store.models import AuditEntry, Blob, Job, Session, SessionFile, Unit
+from robocal.errors import InputError, RobocalError
+from robocal.fleet.store.models import AuditEntry, Blob, FleetModel, Job, Session, SessionFile, Unit
 
 PROBLEM = "problem.yaml"
 
@@ -30,10 +30,10 @@ def session_folders(folder: Path) -> list[Path]:
     return found
 
 
-def ingest_session(db: DbSession, folder: Path) -> Session | None:
-    """Store one session folder; None when the same files are already stored."""
+def ingest_session(db: DbSession, folder: Path, **columns) -> Session | None:
+    """Store one session folder; None when the same files are already stored. `columns`: further Session columns (model_id)."""
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    return add_session(db, folder.name, files)
+    return add_session(db, folder.name, files, **columns)
 
 
 def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: dict | None = None, **columns) -> Session | None:
@@ -62,12 +62,20 @@ def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: di
     return session
 
 
-def ingest(engine: Engine, folder: Path) -> tuple[int, int]:
-    """Ingest every session folder under `folder`, each in its own transaction: (new, already stored)."""
+def ingest(engine: Engine, folder: Path, model: str | None = None) -> tuple[int, int]:
+    """Ingest every session folder under `folder`, each in its own transaction: (new, already stored).
+    `model`: the name of a stored robot model (robocal.fleet.catalog) the new sessions are filed under."""
+    columns = {}
+    if model is not None:
+        with DbSession(engine) as db:
+            model_id = db.scalar(select(FleetModel.id).where(FleetModel.name == model))
+        if model_id is None:
+            raise RobocalError(f"no model '{model}' in the store; add it with `robocal fleet add-model {model} --description URDF`")
+        columns["model_id"] = model_id
     new = old = 0
     for session_folder in session_folders(folder):
         with DbSession(engine) as db, db.begin():
-            if ingest_session(db, session_folder) is None:
+            if ingest_session(db, session_folder, **columns) is None:
                 old += 1
             else:
                 new += 1
