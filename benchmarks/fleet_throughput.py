@@ -1,0 +1,144 @@
+"""Throughput of `robocal fleet run` (issue 20): simulated units of the 6-joint arm
+(examples/fleet/arm_6r.urdf, 40 marker postures each, 3 % slipped offsets), each engine timed as a
+whole `robocal fleet run` process on a freshly ingested store: start, imports, compilation,
+calibration, verdicts, results stored. Each variant runs twice on the same sessions (a new store
+each time) with a compilation cache of its own: first with the cache empty (`cold`: everything
+compiled), then with what the first run left in it (`warm`, as every later run on a line).
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/fleet_throughput.py [--units 1000] [--one-at-a-time 24] [--workers 2] [--profile]
+
+Variants: `one at a time` (--batch 0: each unit loads and compiles its own problem, as
+`robocal calibrate` does; on --one-at-a-time units, it is slow), `batch 1` (compiled code shared
+within the process, one unit per solve), `batched` (chunks of 256, each structure's fits in one
+vectorized call), `pool` and `ray` (batched, --workers processes). Prints wall time, ms per unit,
+units per minute and the ratio to one at a time; with --profile, where the in-process batched
+run spends its time (cProfile, per unit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from timing import cpu_name
+
+ROOT = Path(__file__).resolve().parents[1]
+ARM = ROOT / "examples" / "fleet" / "arm_6r.urdf"
+TARGET = 10_000  # units per minute on 2 cores (issue 20)
+
+
+def robocal(*args: str, env: dict) -> float:
+    """Seconds of one `python -m robocal ARGS` process."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "robocal", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"robocal {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def simulate(folder: Path, units: int, env: dict) -> Path:
+    robocal("simulate", "fleet", "--robot", str(ARM), "--units", str(units), "--postures", "40", "--defect-share", "0.03", "--out", str(folder), env=env)
+    return folder
+
+
+def timed_run(sessions: Path, db: Path, options: list[str], env: dict) -> float:
+    """Seconds of `robocal fleet run OPTIONS` on a new store holding `sessions`."""
+    robocal("fleet", "init", "--db", str(db), env=env)
+    robocal("fleet", "ingest", str(sessions), "--db", str(db), env=env)
+    return robocal("fleet", "run", "--db", str(db), *options, env=env)
+
+
+def profile(sessions: Path, work: Path, units: int, cache: Path) -> None:
+    """cProfile of the in-process batched run (compilation cache `cache`): seconds per unit in each phase."""
+    import cProfile
+    import pstats
+
+    from robocal.fleet.engine import run
+    from robocal.fleet.store import open_store
+    from robocal.fleet.store.sessions import ingest
+    from robocal.runtime import enable_compilation_cache
+
+    os.environ["ROBOCAL_JAX_CACHE"] = str(cache)
+    enable_compilation_cache()
+    engine = open_store(work / "profile.db", create=True)
+    ingest(engine, sessions)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run(engine)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    phases = {
+        "whole run": ("engine.py", "run"),
+        "read sessions from the store (materialize_many)": ("sessions.py", "materialize_many"),
+        "load_problem (YAML, URDF, CSV)": ("build.py", "load_problem"),
+        "structure_key": ("batch.py", "structure_key"),
+        "vectorized fits (solve_batch)": ("map.py", "solve_batch"),
+        "  of which Levenberg-Marquardt rounds": ("map.py", "_fit_batch"),
+        "  of which Laplace covariance": ("map.py", "laplace"),
+        "identifiability": ("identifiability.py", "identifiability"),
+        "conditioning": ("calibration.py", "conditioning"),
+        "report and result files (write_results)": ("results.py", "write_results"),
+        "  of which before/after metrics": ("calibration.py", "metrics"),
+        "store the results (finish_many)": ("jobs.py", "finish_many"),
+    }
+    print(f"\nwhere the in-process batched run spends its time (cProfile, {units} units, ms per unit; profiling slows it):")
+    for label, (file, function) in phases.items():
+        seconds = sum(v[3] for k, v in stats.items() if k[0].endswith(file) and k[2] == function)
+        print(f"  {label:<52} {1e3 * seconds / units:8.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--units", type=int, default=1000)
+    parser.add_argument("--one-at-a-time", type=int, default=24, help="units of the one-at-a-time variant")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip", default="", help="variants to leave out, comma separated (e.g. ray)")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="robocal-fleet-throughput-"))
+    env = os.environ | {"ROBOCAL_JAX_CACHE": str(work / "jax_cache")}
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, load {os.getloadavg()[0]:.1f}")
+    sessions, few = simulate(work / "sessions", args.units, env), simulate(work / "few", max(args.one_at_a_time, 8), env)
+    variants = {
+        "one at a time": (["--batch", "0"], few),
+        "batch 1": (["--batch", "1"], sessions),
+        "batched": ([], sessions),
+        "pool": (["--engine", "pool", "--workers", str(args.workers)], sessions),
+        "ray": (["--engine", "ray", "--workers", str(args.workers)], sessions),
+    }
+    rows = []
+    for k, (name, (options, folder)) in enumerate(variants.items()):
+        if name in args.skip.split(","):
+            continue
+        own = env | {"ROBOCAL_JAX_CACHE": str(work / f"jax_cache_{k}")}
+        units = len(list(folder.glob("UNIT-*")))
+        cold = timed_run(folder, work / f"cold-{k}.db", options, own)
+        warm = timed_run(folder, work / f"warm-{k}.db", options, own)
+        rows.append((name, " ".join(options) or "(defaults)", units, cold, warm))
+        print(f"  {name}: {units} units, {cold:.1f} s cold, {warm:.1f} s warm, load {os.getloadavg()[0]:.1f}", flush=True)
+    base = next((w / u for n, _, u, _, w in rows if n == "one at a time"), None)
+    print(
+        f"\n| variant | options | units | wall, cold cache | wall, warm | per unit, warm | units/min, warm | vs one at a time | of the target {TARGET:,}/min |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, options, units, cold, warm in rows:
+        per = warm / units
+        ratio = f"{base / per:.1f}x" if base else "-"
+        print(f"| {name} | `{options}` | {units} | {cold:.1f} s | {warm:.1f} s | {1e3 * per:.1f} ms | {60 / per:,.0f} | {ratio} | {60 / per / TARGET:.2f} |")
+    if args.profile:
+        profile(sessions, work, args.units, work / f"jax_cache_{list(variants).index('batched')}")
+    print(f"\nwork folder: {work}")
+
+
+if __name__ == "__main__":
+    main()
