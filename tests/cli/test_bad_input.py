@@ -340,7 +340,7 @@ def test_clean_data_calibrates_to_the_truth(calibrated: Path) -> None:
 
 def test_html_report_is_self_contained_and_escaped(calibrated: Path) -> None:
     html = (calibrated / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 1
+    assert html.count("<svg") == 2 and "data:image/" not in html  # the error plots inline: per sample and histogram
     assert "tip &amp; &lt;markers&gt;" in html and "<markers>" not in html
     assert "j2.offset" in html and "problem.yaml" in html
     assert "<script" not in html and "http" not in html.split("</style>", 1)[1]

@@ -1,4 +1,5 @@
-"""Self-contained HTML report of a calibration: one file, inline CSS, plots as base64 PNG.
+"""Self-contained HTML report of a calibration: one file, inline CSS, plots as inline SVG (a
+measurement's own figure, such as the socket plot, as base64 PNG).
 
 Lengths are shown in mm and angles in mrad. "before" is the nominal robot with the frames fitted
 (the baseline of calibration.py), "after" the calibrated robot. Every piece of text taken from
@@ -10,15 +11,18 @@ from __future__ import annotations
 import io
 from html import escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from robocal.calibration import Calibration
 from robocal.measurements.base import measurement_errors
+from robocal.report import svg
 from robocal.report.console import conditioning_line
 from robocal.report.page import png_html, table_html, verdict_html, write_page
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # SI unit -> (factor, display unit)
 DISPLAY = {"m": (1e3, "mm"), "rad": (1e3, "mrad")}
@@ -30,6 +34,8 @@ def png_bytes(fig: Figure) -> bytes:
     The figure is created with matplotlib.figure.Figure, not pyplot, so no global figure
     registry holds it; clearing it here releases its artists once it is rendered.
     """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     try:
         FigureCanvasAgg(fig)
         buffer = io.BytesIO()
@@ -58,24 +64,18 @@ def _measurement_section(cal: Calibration, index: int, figures: dict[str, bytes]
     table = table_html(["statistic", "before (mm)", "after (mm)"], rows, caption)
 
     per_row = "" if before.shape[1] == 1 else f" (mean of its {before.shape[1]} values)"
-    fig = Figure(figsize=(10, 3.4))
-    ax_line, ax_hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.8, 1]})
     samples = np.arange(before.shape[0])
-    ax_line.plot(samples, before.mean(axis=1), ".-", lw=0.8, label="before")
-    ax_line.plot(samples, after.mean(axis=1), ".-", lw=0.8, label="after")
     rejected = np.flatnonzero(cal.solution.masks[index] == 0)
-    if rejected.size:
-        ax_line.plot(rejected, after.mean(axis=1)[rejected], "x", color="red", ms=8, label="rejected")
-    ax_line.set(xlabel="sample", ylabel="error (mm)", title=f"error per sample{per_row}")
-    ax_line.legend()
-    bins = np.linspace(0.0, max(before.max(), after.max(), 1e-12), 31)
-    ax_hist.hist(before.ravel(), bins=bins, alpha=0.6, label="before")
-    ax_hist.hist(after.ravel(), bins=bins, alpha=0.6, label="after")
-    ax_hist.set(xlabel="error (mm)", ylabel="count", title="error histogram")
-    ax_hist.legend()
-    fig.tight_layout()
+    line = svg.lines(
+        {"before": list(zip(samples, before.mean(axis=1))), "after": list(zip(samples, after.mean(axis=1)))},
+        f"error per sample{per_row}",
+        "sample",
+        "error (mm)",
+        marks={"rejected": list(zip(rejected, after.mean(axis=1)[rejected]))} if rejected.size else None,
+    )
+    histogram = svg.histograms({"before": before, "after": after}, "error histogram", "error (mm)")
     extra = png_html(figures[m.name], f"{m.name} before and after calibration") if m.name in figures else ""
-    return f"<h3>{escape(m.name)}</h3>{table}{figure_html(fig, f'errors of {m.name} before and after calibration')}{extra}"
+    return f"<h3>{escape(m.name)}</h3>{table}<div>{line}{histogram}</div>{extra}"
 
 
 def _parameter_tables(cal: Calibration) -> str:

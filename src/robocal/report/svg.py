@@ -1,5 +1,7 @@
-"""Inline SVG plots for HTML pages (the service dashboard, the fleet report): lines and histograms,
-no JavaScript, nothing fetched."""
+"""Inline SVG plots for HTML pages (the calibration report, the service dashboard, the fleet
+report): lines, points and histograms, no JavaScript, nothing fetched, and no plotting library to
+import (matplotlib alone costs a command half a second). Inline in HTML, an <svg> needs no
+namespace attribute: the HTML parser gives it the SVG namespace."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ def _frame(inner: str, title: str, x_label: str, y_label: str, x_range: tuple[fl
         f'<text x="{x:.1f}" y="{H - PAD + 14}" text-anchor="middle" font-size="10">{v:.3g}</text>' for v, x in zip(x_range, (PAD, W - PAD))
     )
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">'
+        f'<svg width="{W}" height="{H}" role="img" aria-label="{escape(title)}">'
         f'<title>{escape(title)}</title><rect x="{PAD}" y="{PAD}" width="{W - 2 * PAD}" height="{H - 2 * PAD}" fill="none" stroke="#999"/>'
         f'<text x="{W / 2}" y="16" text-anchor="middle" font-size="12">{escape(title)}</text>'
         f'<text x="{W / 2}" y="{H - 6}" text-anchor="middle" font-size="10">{escape(x_label)}</text>'
@@ -30,30 +32,58 @@ def _frame(inner: str, title: str, x_label: str, y_label: str, x_range: tuple[fl
     )
 
 
-def lines(series: dict[str, list[tuple[float, float]]], title: str, x_label: str, y_label: str, y_range: tuple[float, float] | None = None) -> str:
-    """One polyline per named series of (x, y) points, with a legend."""
-    points = [p for s in series.values() for p in s] or [(0.0, 0.0)]
+def _legend(k: int, name: str, color: str) -> str:
+    return f'<text x="{PAD + 6}" y="{PAD + 14 + 12 * k}" font-size="10" fill="{color}">{escape(name)}</text>' if name else ""
+
+
+def lines(
+    series: dict[str, list[tuple[float, float]]],
+    title: str,
+    x_label: str,
+    y_label: str,
+    y_range: tuple[float, float] | None = None,
+    marks: dict[str, list[tuple[float, float]]] | None = None,
+) -> str:
+    """One polyline per named series of (x, y) points, and a cross at each point of each named
+    `marks` series (e.g. rejected rows), with a legend."""
+    marks = marks or {}
+    points = [p for s in (*series.values(), *marks.values()) for p in s] or [(0.0, 0.0)]
     xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
     x_range = (float(xs.min()), float(xs.max()))
     y_range = y_range or (float(ys.min()), float(ys.max()))
     inner = ""
-    for k, (name, pts) in enumerate(series.items()):
+    for k, (name, pts) in enumerate((*series.items(), *marks.items())):
         color = COLORS[k % len(COLORS)]
         x = _scale(np.array([p[0] for p in pts]), *x_range, PAD, W - PAD)
         y = _scale(np.array([p[1] for p in pts]), *y_range, H - PAD, PAD)
-        inner += f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y))}"/>'
-        inner += f'<text x="{PAD + 6}" y="{PAD + 14 + 12 * k}" font-size="10" fill="{color}">{escape(name)}</text>'
+        if k < len(series):
+            inner += f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y))}"/>'
+        else:
+            inner += "".join(f'<path d="M{a - 4:.1f},{b - 4:.1f}l8,8m0,-8l-8,8" stroke="{color}" stroke-width="2"/>' for a, b in zip(x, y))
+        inner += _legend(k, name, color)
     return _frame(inner, title, x_label, y_label, x_range, y_range)
 
 
 def histogram(values: list[float], title: str, x_label: str, bins: int = 15) -> str:
     """Counts of `values` in `bins` equal bins between their extremes."""
-    counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins)
+    return histograms({"": values}, title, x_label, bins, y_label="units")
+
+
+def histograms(series: dict[str, list[float] | np.ndarray], title: str, x_label: str, bins: int = 30, y_label: str = "count") -> str:
+    """Counts of each named series of values in the same `bins` equal bins between the extremes
+    of all of them, overlaid (half transparent), with a legend."""
+    every = np.concatenate([np.asarray(v, dtype=float).ravel() for v in series.values()])
+    edges = np.histogram_bin_edges(every, bins=bins)
+    counts = [np.histogram(np.asarray(v, dtype=float), bins=edges)[0] for v in series.values()]
     x = _scale(edges, edges[0], edges[-1], PAD, W - PAD)
-    top = max(int(counts.max()), 1)
-    inner = "".join(
-        f'<rect x="{x[i]:.1f}" y="{_scale(np.array(c), 0, top, H - PAD, PAD):.1f}" width="{max(x[i + 1] - x[i] - 1, 1):.1f}" '
-        f'height="{(H - 2 * PAD) * c / top:.1f}" fill="{COLORS[0]}"/>'
-        for i, c in enumerate(counts)
-    )
-    return _frame(inner, title, x_label, "units", (float(edges[0]), float(edges[-1])), (0.0, float(top)))
+    top = max(max(int(c.max()) for c in counts), 1)
+    inner = ""
+    for k, (name, c) in enumerate(zip(series, counts)):
+        color = COLORS[k % len(COLORS)]
+        inner += "".join(
+            f'<rect x="{x[i]:.1f}" y="{_scale(np.array(n), 0, top, H - PAD, PAD):.1f}" width="{max(x[i + 1] - x[i] - 1, 1):.1f}" '
+            f'height="{(H - 2 * PAD) * n / top:.1f}" fill="{color}" fill-opacity="{1.0 if len(series) == 1 else 0.55}"/>'
+            for i, n in enumerate(c)
+        )
+        inner += _legend(k, name, color)
+    return _frame(inner, title, x_label, y_label, (float(edges[0]), float(edges[-1])), (0.0, float(top)))
