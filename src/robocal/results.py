@@ -81,14 +81,15 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
             source = sensors.source.name if sensors.source is not None else "the robot"
             sensors.write(written[-1], f"# The joint sensor model of {source}, calibrated by robocal (problem {problem.path.name}).\n")
     if figures:
+        from robocal import svg
         from robocal.report.html import measurement_figures, write_html_report
 
         plots = measurement_figures(cal)
         written.insert(2, out / "report.html")
         write_html_report(cal, written[2], plots)
-        for name, png in plots.items():
-            written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".png"))
-            written[-1].write_bytes(png)
+        for name, drawing in plots.items():
+            written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".svg"))
+            written[-1].write_text(svg.standalone(drawing), encoding="utf-8")
     return written
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import Engine
 
+from robocal import svg
 from robocal.fleet.statistics import BIAS, OUTLIER, drifts, latest, results, spreads, yields
 from robocal.fleet.store.jobs import counts
-from robocal.report import svg
 
 STYLE = "body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}.bad{color:#b00}"
 

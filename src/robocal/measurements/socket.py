@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
+from robocal import svg
 from robocal.errors import InputError
 from robocal.io.sockets import read_socket_folder
 from robocal.measurements.base import (
@@ -218,33 +219,25 @@ class SocketMeasurement(Measurement):
             out["distortion"] = float(abs(np.linalg.norm(means[1] - means[0]) - self.config.distance))
         return out
 
-    def figure(self, before: np.ndarray, after: np.ndarray):
-        """Predicted ball centers about their socket's mean, top (x-y) and side (x-z) views, in mm:
-        before calibration in the left half, after in the right (each half on its own scale)."""
-        from matplotlib.figure import Figure
+    def figure(self, before: np.ndarray, after: np.ndarray) -> str:
+        """Predicted ball centers about their socket's mean, top (x-y) and side (x-z) views, in mm,
+        as one SVG: a row per socket, before calibration in the left half, after in the right
+        (each half on its own scale); the dashed circle's radius is the socket's MAE."""
 
         one_hot = np.asarray(self.data.one_hot)
-        fig = Figure(figsize=(12, 2.9 * self.n_sockets))
-        axes = fig.subplots(self.n_sockets, 4, squeeze=False)
-        for label, theta, columns in (("before", before, (0, 1)), ("after", after, (2, 3))):
+        halves = []
+        for label, theta in (("before", before), ("after", after)):
             p = self.predicted_points(self.data, theta)
             offsets = (p - one_hot @ _means(p, one_hot)) * 1e3
-            limit = 1.1 * np.abs(offsets).max()
-            for s in range(self.n_sockets):
-                rows = offsets[one_hot[:, s] > 0]
-                mae = np.linalg.norm(rows, axis=1).mean()
-                for column, (i, j) in zip(columns, ((0, 1), (0, 2))):
-                    ax = axes[s, column]
-                    ax.scatter(rows[:, i], rows[:, j], s=9, color="tab:orange" if label == "before" else "tab:blue")
-                    ax.add_patch(_circle(mae))
-                    ax.set(xlim=(-limit, limit), ylim=(-limit, limit), aspect="equal", xlabel=f"{'xyz'[i]} (mm)", ylabel=f"{'xyz'[j]} (mm)")
-                    ax.set_title(f"socket {s} {label}: MAE {mae:.3f} mm", fontsize=9)
-        fig.suptitle(f"{self.name}: predicted ball centers about each socket's mean (circle: MAE)")
-        fig.tight_layout()
-        return fig
-
-
-def _circle(radius: float):
-    from matplotlib.patches import Circle
-
-    return Circle((0.0, 0.0), radius, fill=False, linestyle="--", color="0.4")
+            halves.append((label, offsets, 1.1 * float(np.abs(offsets).max())))
+        rows = []
+        for s in range(self.n_sockets):
+            panels = []
+            for k, (label, offsets, limit) in enumerate(halves):
+                mine = offsets[one_hot[:, s] > 0]
+                mae = float(np.linalg.norm(mine, axis=1).mean())
+                for i, j in ((0, 1), (0, 2)):
+                    title = f"socket {s} {label}: MAE {mae:.3f} mm"
+                    panels.append(svg.scatter(mine[:, [i, j]], title, f"{'xyz'[i]} (mm)", f"{'xyz'[j]} (mm)", limit, color=4 if k == 0 else 0, circle=mae))
+            rows.append(panels)
+        return svg.grid(rows, f"{self.name}: predicted ball centers about each socket's mean (circle: MAE)")

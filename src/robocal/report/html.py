@@ -1,5 +1,5 @@
 """Self-contained HTML report of a calibration: one file, inline CSS, plots as inline SVG (a
-measurement's own figure, such as the socket plot, as base64 PNG).
+measurement's own figure too, such as the socket plot).
 
 Lengths are shown in mm and angles in mrad. "before" is the nominal robot with the frames fitted
 (the baseline of calibration.py), "after" the calibrated robot. Every piece of text taken from
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from robocal import svg
 from robocal.calibration import Calibration
 from robocal.measurements.base import measurement_errors
-from robocal.report import svg
 from robocal.report.console import conditioning_line
 from robocal.report.page import png_html, table_html, verdict_html, write_page
 
@@ -55,7 +55,7 @@ def _errors(measurement, theta) -> np.ndarray:
     return e.reshape(e.shape[0], -1)
 
 
-def _measurement_section(cal: Calibration, index: int, figures: dict[str, bytes]) -> str:
+def _measurement_section(cal: Calibration, index: int, figures: dict[str, str]) -> str:
     m = cal.problem.measurements[index]
     before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
     metrics = cal.metrics[index]  # the figures of report.json: rejected rows left out
@@ -74,7 +74,7 @@ def _measurement_section(cal: Calibration, index: int, figures: dict[str, bytes]
         marks={"rejected": list(zip(rejected, after.mean(axis=1)[rejected]))} if rejected.size else None,
     )
     histogram = svg.histograms({"before": before, "after": after}, "error histogram", "error (mm)")
-    extra = png_html(figures[m.name], f"{m.name} before and after calibration") if m.name in figures else ""
+    extra = f"<div>{figures[m.name]}</div>" if m.name in figures else ""
     return f"<h3>{escape(m.name)}</h3>{table}<div>{line}{histogram}</div>{extra}"
 
 
@@ -128,13 +128,13 @@ def _rejected(cal: Calibration) -> str:
     return table_html(["measurement", "file", "line", "reason"], rows) if rows else "<p>No rows rejected.</p>"
 
 
-def measurement_figures(cal: Calibration) -> dict[str, bytes]:
-    """PNG of each measurement's own before/after figure (Measurement.figure), by measurement name."""
+def measurement_figures(cal: Calibration) -> dict[str, str]:
+    """Each measurement's own before/after figure (Measurement.figure: an SVG), by measurement name."""
     figures = ((m.name, m.figure(cal.baseline, cal.estimate)) for m in cal.problem.measurements)
-    return {name: png_bytes(fig) for name, fig in figures if fig is not None}
+    return {name: drawing for name, drawing in figures if drawing is not None}
 
 
-def write_html_report(cal: Calibration, path: Path, figures: dict[str, bytes]) -> None:
+def write_html_report(cal: Calibration, path: Path, figures: dict[str, str]) -> None:
     """`figures`: measurement_figures(cal), shown in each measurement's section."""
     measurements = "".join(_measurement_section(cal, i, figures) for i in range(len(cal.problem.measurements)))
     sections = [

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session as DbSession
 
-from robocal.report import svg
+from robocal import svg
 from robocal.service.auth import COOKIE, Caller, verify
 from robocal.service.routes import visible_unit
 from robocal.service.routes.results import statistics

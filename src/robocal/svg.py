@@ -1,5 +1,6 @@
-"""Inline SVG plots for HTML pages (the calibration report, the service dashboard, the fleet
-report): lines, points and histograms, no JavaScript, nothing fetched, and no plotting library to
+"""Inline SVG plots for HTML pages (the calibration report, a socket measurement's figure, the
+service dashboard, the fleet report): lines, points and histograms, with no robocal import, so any
+layer may draw; no JavaScript, nothing fetched, and no plotting library to
 import (matplotlib alone costs a command half a second). Inline in HTML, an <svg> needs no
 namespace attribute: the HTML parser gives it the SVG namespace."""
 
@@ -87,3 +88,39 @@ def histograms(series: dict[str, list[float] | np.ndarray], title: str, x_label:
         )
         inner += _legend(k, name, color)
     return _frame(inner, title, x_label, y_label, (float(edges[0]), float(edges[-1])), (0.0, float(top)))
+
+
+def scatter(points: np.ndarray, title: str, x_label: str, y_label: str, limit: float, color: int = 0, circle: float | None = None, size: int = 230) -> str:
+    """Points (n, 2) in a square panel of `size` px on equal axes [-limit, limit], and a dashed
+    circle of radius `circle` about the origin, if given."""
+    pad = 34
+    x = _scale(np.asarray(points)[:, 0], -limit, limit, pad, size - pad)
+    y = _scale(np.asarray(points)[:, 1], -limit, limit, size - pad, pad)
+    radius = (size - 2 * pad) / 2 * (circle or 0.0) / limit if limit > 0 else 0.0
+    dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2" fill="{COLORS[color % len(COLORS)]}"/>' for a, b in zip(x, y))
+    ring = f'<circle cx="{size / 2}" cy="{size / 2}" r="{radius:.1f}" fill="none" stroke="#666" stroke-dasharray="4 3"/>' if circle else ""
+    return (
+        f'<svg width="{size}" height="{size}" role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f'<rect x="{pad}" y="{pad}" width="{size - 2 * pad}" height="{size - 2 * pad}" fill="none" stroke="#999"/>'
+        f'<text x="{size / 2}" y="14" text-anchor="middle" font-size="11">{escape(title)}</text>'
+        f'<text x="{size / 2}" y="{size - 6}" text-anchor="middle" font-size="10">{escape(x_label)} (±{limit:.3g})</text>'
+        f'<text x="10" y="{size / 2}" font-size="10" transform="rotate(-90 10 {size / 2})" text-anchor="middle">{escape(y_label)}</text>'
+        f"{ring}{dots}</svg>"
+    )
+
+
+def grid(rows: list[list[str]], title: str, size: int = 230) -> str:
+    """Square panels of `size` px (each an <svg> of this module, e.g. `scatter`) in rows, under
+    a title, as one <svg>."""
+    width, height = size * max(len(r) for r in rows), 24 + size * len(rows)
+    placed = "".join(panel.replace("<svg ", f'<svg x="{c * size}" y="{24 + r * size}" ', 1) for r, row in enumerate(rows) for c, panel in enumerate(row))
+    return (
+        f'<svg width="{width}" height="{height}" role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f'<text x="{width / 2}" y="16" text-anchor="middle" font-size="12">{escape(title)}</text>{placed}</svg>'
+    )
+
+
+def standalone(drawing: str) -> str:
+    """An <svg> of this module as the content of a .svg file (which, unlike inline HTML, needs
+    the SVG namespace)."""
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + drawing.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1) + "\n"
