@@ -1,6 +1,6 @@
-"""Data tables in JSON and MATLAB .mat read through `read_table` like CSV: the same numbers (bit for
-bit) and text cells, and the same error contract (file, line or row, column named; exit code 2
-from the command line, nothing written). Parquet is refused by name (pyarrow is not installed)."""
+"""Data tables in JSON, MATLAB .mat and Parquet read through `read_table` like CSV: the same
+numbers (bit for bit) and text cells, and the same error contract (file, line or row, column
+named; exit code 2 from the command line, nothing written)."""
 
 from __future__ import annotations
 
@@ -56,10 +56,21 @@ def write_mat_matrix(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("writer", [write_json_rows, write_json_columns, write_mat_struct, write_mat_matrix])
+def write_parquet(path: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"body": BODIES, **{c: VALUES[:, k] for k, c in enumerate(COLUMNS)}}), path)
+    return path
+
+
+SUFFIX = {"json": "data.json", "mat": "data.mat", "parquet": "data.parquet"}
+
+
+@pytest.mark.parametrize("writer", [write_json_rows, write_json_columns, write_mat_struct, write_mat_matrix, write_parquet])
 def test_same_cells_as_csv(tmp_path, writer):
     reference = read_table(write_csv(tmp_path / "data.csv"))
-    table = read_table(writer(tmp_path / ("data.json" if "json" in writer.__name__ else "data.mat")))
+    table = read_table(writer(tmp_path / next(f for k, f in SUFFIX.items() if k in writer.__name__)))
     assert np.array_equal(table.columns(COLUMNS), reference.columns(COLUMNS))  # bit for bit
     assert np.array_equal(table.columns(COLUMNS), VALUES)
     if "matrix" not in writer.__name__:
@@ -127,9 +138,18 @@ def test_bad_mat_files_are_located(tmp_path):
     assert "not a readable MATLAB .mat file" in str(located(bad))
 
 
-def test_parquet_is_refused_by_name(tmp_path):
-    error = located(tmp_path / "data.parquet")
-    assert "needs pyarrow, which robocal does not install" in str(error) and "CSV, JSON or MATLAB .mat" in str(error)
+def test_bad_parquet_files_are_located(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = tmp_path / "data.parquet"
+    values = VALUES[:, 0].copy()
+    pq.write_table(pa.table({"shoulder_pan": pa.array([*values[:2], None, *values[3:]]), "x": VALUES[:, 6]}), bad)
+    assert "row 3" in str(located(bad, ["shoulder_pan"])) and "'shoulder_pan'" in str(located(bad, ["shoulder_pan"]))  # a null: an empty cell
+    pq.write_table(pa.table({"x": pa.array([[1.0], [2.0]])}), bad)
+    assert "column 'x' holds list<" in str(located(bad, ["x"]))
+    bad.write_bytes(b"PAR1 but not really")
+    assert "not a readable Parquet file" in str(located(bad))
 
 
 def problem(folder: Path, data: str) -> Path:

@@ -99,8 +99,8 @@ MAX_TABLE_BYTES = 100 * 2**20
 
 
 def read_table(path: str | Path) -> Table:
-    """Read a data table: CSV (any suffix but those below), JSON (.json) or MATLAB (.mat); the
-    same cells and the same located errors from each (`robocal.io.table_formats`)."""
+    """Read a data table: CSV (any suffix but those below), JSON (.json), MATLAB (.mat) or Parquet
+    (.parquet, .pq); the same cells and the same located errors from each (`robocal.io.table_formats`)."""
     path = Path(path)
     if path.is_file() and path.stat().st_size > MAX_TABLE_BYTES:
         raise InputError(
@@ -109,12 +109,10 @@ def read_table(path: str | Path) -> Table:
             "(split the recording, or choose samples with `robocal design`)",
         )
     suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        table_formats.refuse_parquet(path)
-    if suffix == ".mat":
+    if suffix in (".mat", ".parquet", ".pq"):
         if not path.is_file():
             raise InputError(path, "cannot read data file (No such file or directory)")
-        header, cells = table_formats.read_mat(path)
+        header, cells = (table_formats.read_mat if suffix == ".mat" else table_formats.read_parquet)(path)
         return _table(path, header, cells, list(range(1, len(cells) + 1)), None, "row")
     if suffix == ".json":
         names, rows, lines, header_line = table_formats.read_json(path, read_text(path, "data file"))

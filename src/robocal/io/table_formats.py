@@ -1,4 +1,4 @@
-"""Tables in other files than CSV: JSON and MATLAB .mat, read as the same cells a CSV would give
+"""Tables in other files than CSV: JSON, MATLAB .mat and Parquet, read as the same cells a CSV would give
 (`robocal.io.table.read_table` chooses by suffix). Numbers become their exact text (repr), so
 reading them back as floats loses nothing; where a cell is bad, the error names it as for CSV.
 
@@ -6,7 +6,8 @@ reading them back as floats loses nothing; where a cell is bad, the error names 
   "rows": [[0.1, 1.2], ...]}`. Each row keeps the line it starts on, as an editor shows it.
 - MATLAB v5/v7 (`scipy.io.loadmat`): one struct whose fields are column vectors of equal length,
   or a numeric matrix with a `columns` cell of its column names. Rows are numbered from 1.
-- Parquet is not read: it needs pyarrow, which robocal does not install.
+- Parquet (pyarrow, the optional extra `robocal[parquet]`): one column per name, numbers or text;
+  a null is an empty cell. Rows are numbered from 1.
 """
 
 from __future__ import annotations
@@ -162,5 +163,25 @@ def _mat_matrix(path: Path, name: str, matrix, names) -> tuple[tuple[str, ...], 
     return tuple(h.strip() for h in header), [[repr(float(v)) for v in array[:, c]] for c in range(array.shape[1])]
 
 
-def refuse_parquet(path: Path) -> None:
-    raise InputError(path, "Parquet is not read: it needs pyarrow, which robocal does not install; write the table as CSV, JSON or MATLAB .mat")
+def read_parquet(path: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(header, rows of cell texts) of a Parquet file: numeric columns as their exact float text,
+    text columns as they are, nulls as empty cells."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(path, "reading Parquet needs pyarrow: pip install 'robocal[parquet]', or write the table as CSV, JSON or MATLAB .mat") from None
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    columns = []
+    for name, column in zip(table.column_names, table.columns):
+        kind = column.type
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            columns.append(["" if v is None else repr(float(v)) for v in column.to_pylist()])
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            columns.append(["" if v is None else v for v in column.to_pylist()])
+        else:
+            raise InputError(path, f"column '{name}' holds {kind} values; a column holds numbers or text")
+    return tuple(table.column_names), list(zip(*columns))
