@@ -1,13 +1,14 @@
 """Throughput of `robocal fleet run` (issue 20): simulated units of the 6-joint arm
 (examples/fleet/arm_6r.urdf, 40 marker postures each, 3 % slipped offsets), each engine timed as a
 whole `robocal fleet run` process on a freshly ingested store: start, imports, compilation,
-calibration, verdicts, results stored. Each variant runs twice on the same sessions (a new store
-each time) with a compilation cache of its own: first with the cache empty (`cold`: everything
-compiled), then with what the first run left in it (`warm`, as every later run on a line).
+calibration, verdicts, results stored. Each variant has a compilation cache of its own: a first
+run with it empty (`cold`: everything compiled), then --repeats runs with what the first left in
+it (`warm`, as every later run on a line), the variants taking turns; each run on a fresh copy of
+a store into which the sessions were ingested once.
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/fleet_throughput.py [--units 1000] [--one-at-a-time 24] [--workers 2] [--profile]
+    .venv/bin/python benchmarks/fleet_throughput.py [--units 1000] [--one-at-a-time 24] [--workers 2] [--repeats 3] [--profile]
 
 Variants: `one at a time` (--batch 0: each unit loads and compiles its own problem, as
 `robocal calibrate` does; on --one-at-a-time units, it is slow), `batch 1` (compiled code shared
@@ -22,6 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,10 +54,16 @@ def simulate(folder: Path, units: int, env: dict) -> Path:
     return folder
 
 
-def timed_run(sessions: Path, db: Path, options: list[str], env: dict) -> float:
-    """Seconds of `robocal fleet run OPTIONS` on a new store holding `sessions`."""
+def ingested(sessions: Path, db: Path, env: dict) -> Path:
+    """A new store holding `sessions`, every job queued (copied for each measured run)."""
     robocal("fleet", "init", "--db", str(db), env=env)
     robocal("fleet", "ingest", str(sessions), "--db", str(db), env=env)
+    return db
+
+
+def timed_run(store: Path, db: Path, options: list[str], env: dict) -> float:
+    """Seconds of `robocal fleet run OPTIONS` on `db`, a fresh copy of the ingested `store`."""
+    shutil.copyfile(store, db)
     return robocal("fleet", "run", "--db", str(db), *options, env=env)
 
 
@@ -103,6 +112,7 @@ def main() -> None:
     parser.add_argument("--one-at-a-time", type=int, default=24, help="units of the one-at-a-time variant")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip", default="", help="variants to leave out, comma separated (e.g. ray)")
+    parser.add_argument("--repeats", type=int, default=3, help="warm runs of each variant")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="robocal-fleet-throughput-"))
@@ -116,27 +126,31 @@ def main() -> None:
         "pool": (["--engine", "pool", "--workers", str(args.workers)], sessions),
         "ray": (["--engine", "ray", "--workers", str(args.workers)], sessions),
     }
-    rows = []
-    for k, (name, (options, folder)) in enumerate(variants.items()):
-        if name in args.skip.split(","):
-            continue
-        own = env | {"ROBOCAL_JAX_CACHE": str(work / f"jax_cache_{k}")}
-        units = len(list(folder.glob("UNIT-*")))
-        cold = timed_run(folder, work / f"cold-{k}.db", options, own)
-        warm = timed_run(folder, work / f"warm-{k}.db", options, own)
-        rows.append((name, " ".join(options) or "(defaults)", units, cold, warm))
-        print(f"  {name}: {units} units, {cold:.1f} s cold, {warm:.1f} s warm, load {os.getloadavg()[0]:.1f}", flush=True)
-    base = next((w / u for n, _, u, _, w in rows if n == "one at a time"), None)
+    stores = {folder: ingested(folder, work / f"{folder.name}.db", env) for folder in (sessions, few)}
+    chosen = {k: (name, options, folder) for k, (name, (options, folder)) in enumerate(variants.items()) if name not in args.skip.split(",")}
+    caches = {k: env | {"ROBOCAL_JAX_CACHE": str(work / f"jax_cache_{k}")} for k in chosen}  # one per variant
+    cold = {k: timed_run(stores[folder], work / f"cold-{k}.db", options, caches[k]) for k, (_, options, folder) in chosen.items()}
+    warm: dict[int, list[float]] = {k: [] for k in chosen}
+    for repeat in range(args.repeats):  # the variants in turn, so that the machine's load falls on all of them alike
+        for k, (name, options, folder) in chosen.items():
+            warm[k].append(timed_run(stores[folder], work / f"warm-{k}-{repeat}.db", options, caches[k]))
+            print(f"  {name}: {warm[k][-1]:.1f} s warm (cold {cold[k]:.1f} s), load {os.getloadavg()[0]:.1f}", flush=True)
+    units = {folder: len(list(folder.glob("UNIT-*"))) for folder in stores}
+    base = next((statistics.median(warm[k]) / units[f] for k, (n, _, f) in chosen.items() if n == "one at a time"), None)
     print(
-        f"\n| variant | options | units | wall, cold cache | wall, warm | per unit, warm | units/min, warm | vs one at a time | of the target {TARGET:,}/min |"
+        f"\n| variant | options | units | wall, cold cache | wall, warm: median (min-max) of {args.repeats} | per unit | units/min | vs one at a time | of {TARGET:,}/min |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, options, units, cold, warm in rows:
-        per = warm / units
+    for k, (name, options, folder) in chosen.items():
+        median = statistics.median(warm[k])
+        per = median / units[folder]
         ratio = f"{base / per:.1f}x" if base else "-"
-        print(f"| {name} | `{options}` | {units} | {cold:.1f} s | {warm:.1f} s | {1e3 * per:.1f} ms | {60 / per:,.0f} | {ratio} | {60 / per / TARGET:.2f} |")
+        spread = f"{median:.1f} s ({min(warm[k]):.1f}-{max(warm[k]):.1f})"
+        print(
+            f"| {name} | `{' '.join(options) or '(defaults)'}` | {units[folder]} | {cold[k]:.1f} s | {spread} | {1e3 * per:.1f} ms | {60 / per:,.0f} | {ratio} | {60 / per / TARGET:.2f} |"
+        )
     if args.profile:
-        profile(sessions, work, args.units, work / f"jax_cache_{list(variants).index('batched')}")
+        profile(sessions, work, args.units, work / f"jax_cache_{list(variants).index('batched')}")  # warm: the batched variant's cache
     print(f"\nwork folder: {work}")
 
 
