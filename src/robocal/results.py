@@ -70,7 +70,7 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
     if tree is not None and robot is not None:
         written.append(out / "calibrated.urdf")
         theta_robot = cal.estimate[problem.layout.blocks["robot"]]
-        origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in robot.calibrated_origins(theta_robot).items()}
+        origins = robot.urdf_origins(theta_robot)
         if tree.source_kind == "urdf" and tree.source is not None:
             write_calibrated_urdf(tree.source, written[-1], origins)
         else:

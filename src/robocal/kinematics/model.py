@@ -251,6 +251,17 @@ class RobotModel:
                 out[joint.name] = origin
         return out
 
+    def urdf_origins(self, theta) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """`calibrated_origins` as URDF (xyz, rpy), each rpy the equivalent triple nearest the
+        joint's own (`transforms.rpy_near`): a written-back URDF differs from its source by what
+        the calibration changed, not by a jump to another triple of the same rotation."""
+        out = {}
+        for name, t in self.calibrated_origins(theta).items():
+            origin = self.tree.joint(name).origin
+            own = origin.values[3:6] if origin.kind == "xyzrpy" else tf.matrix_to_rpy(np.asarray(origin.matrix())[:3, :3])
+            out[name] = (t[:3, 3], tf.rpy_near(t[:3, :3], own))
+        return out
+
 
 def _estimated(tree: KinematicTree, params: list[Parameter], fixed: Sequence[str]) -> np.ndarray:
     """Which parameters are estimated: those no `fixed` pattern matches (each pattern must match

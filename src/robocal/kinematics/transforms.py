@@ -135,6 +135,23 @@ def matrix_to_rpy(r: np.ndarray) -> np.ndarray:
     return np.array([np.arctan2(r[2, 1], r[2, 2]), pitch, np.arctan2(r[1, 0], r[0, 0])])
 
 
+def rpy_near(r: np.ndarray, reference) -> np.ndarray:
+    """The URDF rpy of rotation r nearest `reference` (rpy, rad): a rotation has two triples,
+    (a, b, c) and (a + pi, pi - b, c + pi), each angle defined up to 2 pi; at gimbal lock only
+    yaw - roll (pitch pi/2) or yaw + roll (pitch -pi/2) is defined, and the reference's roll is
+    kept. A written-back origin then differs from the source by what changed, not by a jump to
+    an equivalent triple."""
+    reference = np.asarray(reference, dtype=float)
+    a, b, c = matrix_to_rpy(r)
+    if np.hypot(r[0, 0], r[1, 0]) < 1e-9:  # gimbal lock: matrix_to_rpy gave roll 0
+        sign = np.sign(b)
+        candidates = [np.array([reference[0], b, c + sign * reference[0]])]
+    else:
+        candidates = [np.array([a, b, c]), np.array([a + np.pi, np.pi - b, c + np.pi])]
+    wrapped = [reference + (x - reference + np.pi) % (2 * np.pi) - np.pi for x in candidates]
+    return min(wrapped, key=lambda x: float(np.sum((x - reference) ** 2)))
+
+
 def matrix_to_quaternion(r: np.ndarray) -> np.ndarray:
     """Unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
     r = np.asarray(r, dtype=float)

@@ -21,7 +21,6 @@ import yaml
 
 from robocal.errors import InputError
 from robocal.frames import placement_matrix
-from robocal.kinematics import transforms as tf
 from robocal.kinematics.model import Mode, RobotModel
 from robocal.kinematics.tree import KinematicTree
 from robocal.kinematics.urdf import load_urdf, write_calibrated_urdf
@@ -71,7 +70,7 @@ def simulate_marker_session(
     theta = perturb_parameters(model, seed, translation=translation, rotation=rotation, joint_offset=joint_offset)
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(robot_file, out / "robot.urdf")
-    origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in model.calibrated_origins(theta).items()}
+    origins = model.urdf_origins(theta)
     write_calibrated_urdf(robot_file, out / "true.urdf", origins)
     body = MarkerBody("tool", link, MARKERS)
     rng = np.random.default_rng(seed)

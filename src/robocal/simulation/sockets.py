@@ -27,7 +27,6 @@ import yaml
 
 from robocal.errors import InputError, RobocalError
 from robocal.io.sockets import write_socket_folder
-from robocal.kinematics import transforms as tf
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.urdf import load_urdf, write_calibrated_urdf
 from robocal.measurements.socket import socket_distortion, socket_mae
@@ -298,7 +297,7 @@ def simulate_sockets(
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "nominal.urdf", out / "true.urdf"]
     shutil.copyfile(robot_path, files[0])
-    origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in truth.calibrated_origins(theta_true).items()}
+    origins = truth.urdf_origins(theta_true)
     write_calibrated_urdf(robot_path, files[1], origins)
     entries, problems = {}, {}
     for placement in placements:

@@ -89,7 +89,6 @@ def simulate_dlr_hand(
     """
     import yaml
 
-    from robocal.kinematics import transforms as tf
     from robocal.kinematics.urdf import write_urdf
 
     started = time.perf_counter()
@@ -116,7 +115,7 @@ def simulate_dlr_hand(
 
     files = [out_dir / name for name in ("contacts.csv", "true.urdf", DLR_ROBOT, DLR_GEOMETRY, "problem.yaml")]
     write_contact_csv(files[0], tree, sim)
-    origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in truth.calibrated_origins(theta_true).items()}
+    origins = truth.urdf_origins(theta_true)
     write_urdf(tree, files[1], origins)
     problem = {
         "robot": DLR_ROBOT,
