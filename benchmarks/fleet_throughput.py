@@ -14,7 +14,8 @@ Variants: `one at a time` (--batch 0: each unit loads and compiles its own probl
 `robocal calibrate` does; on --one-at-a-time units, it is slow), `batch 1` (compiled code shared
 within the process, one unit per solve), `batched` (chunks of 256, each structure's fits in one
 vectorized call), `pool` and `ray` (batched, --workers processes). Prints wall time, ms per unit,
-units per minute and the ratio to one at a time; with --profile, where the in-process batched
+units per minute, the ratio to one at a time, and the CPU time per unit (less sensitive than the
+wall time to other work on a shared machine); with --profile, where the in-process batched
 run spends its time (cProfile, per unit).
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,14 +41,18 @@ ARM = ROOT / "examples" / "fleet" / "arm_6r.urdf"
 TARGET = 10_000  # units per minute on 2 cores (issue 20)
 
 
-def robocal(*args: str, env: dict) -> float:
-    """Seconds of one `python -m robocal ARGS` process."""
+def robocal(*args: str, env: dict) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `python -m robocal ARGS` process. The CPU time, user and
+    system, counts the process and the children it waited for (the pool's workers), not Ray's
+    workers (children of Ray's own servers)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "robocal", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"robocal {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return seconds
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def simulate(folder: Path, units: int, env: dict) -> Path:
@@ -61,8 +67,8 @@ def ingested(sessions: Path, db: Path, env: dict) -> Path:
     return db
 
 
-def timed_run(store: Path, db: Path, options: list[str], env: dict) -> float:
-    """Seconds of `robocal fleet run OPTIONS` on `db`, a fresh copy of the ingested `store`."""
+def timed_run(store: Path, db: Path, options: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of `robocal fleet run OPTIONS` on `db`, a fresh copy of the ingested `store`."""
     shutil.copyfile(store, db)
     return robocal("fleet", "run", "--db", str(db), *options, env=env)
 
@@ -129,25 +135,31 @@ def main() -> None:
     stores = {folder: ingested(folder, work / f"{folder.name}.db", env) for folder in (sessions, few)}
     chosen = {k: (name, options, folder) for k, (name, (options, folder)) in enumerate(variants.items()) if name not in args.skip.split(",")}
     caches = {k: env | {"ROBOCAL_JAX_CACHE": str(work / f"jax_cache_{k}")} for k in chosen}  # one per variant
-    cold = {k: timed_run(stores[folder], work / f"cold-{k}.db", options, caches[k]) for k, (_, options, folder) in chosen.items()}
+    cold = {k: timed_run(stores[folder], work / f"cold-{k}.db", options, caches[k])[0] for k, (_, options, folder) in chosen.items()}
     warm: dict[int, list[float]] = {k: [] for k in chosen}
+    cpu: dict[int, list[float]] = {k: [] for k in chosen}
     for repeat in range(args.repeats):  # the variants in turn, so that the machine's load falls on all of them alike
         for k, (name, options, folder) in chosen.items():
-            warm[k].append(timed_run(stores[folder], work / f"warm-{k}-{repeat}.db", options, caches[k]))
-            print(f"  {name}: {warm[k][-1]:.1f} s warm (cold {cold[k]:.1f} s), load {os.getloadavg()[0]:.1f}", flush=True)
+            wall, used = timed_run(stores[folder], work / f"warm-{k}-{repeat}.db", options, caches[k])
+            warm[k].append(wall)
+            cpu[k].append(used)
+            print(f"  {name}: {wall:.1f} s warm, {used:.1f} s CPU (cold {cold[k]:.1f} s), load {os.getloadavg()[0]:.1f}", flush=True)
     units = {folder: len(list(folder.glob("UNIT-*"))) for folder in stores}
     base = next((statistics.median(warm[k]) / units[f] for k, (n, _, f) in chosen.items() if n == "one at a time"), None)
     print(
-        f"\n| variant | options | units | wall, cold cache | wall, warm: median (min-max) of {args.repeats} | per unit | units/min | vs one at a time | of {TARGET:,}/min |"
+        f"\n| variant | options | units | wall, cold cache | wall, warm: median (min-max) of {args.repeats} | per unit | units/min | vs one at a time "
+        f"| of {TARGET:,}/min | CPU per unit (user + system) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for k, (name, options, folder) in chosen.items():
         median = statistics.median(warm[k])
         per = median / units[folder]
         ratio = f"{base / per:.1f}x" if base else "-"
         spread = f"{median:.1f} s ({min(warm[k]):.1f}-{max(warm[k]):.1f})"
+        used = "not counted" if name == "ray" else f"{1e3 * statistics.median(cpu[k]) / units[folder]:.1f} ms"
         print(
-            f"| {name} | `{' '.join(options) or '(defaults)'}` | {units[folder]} | {cold[k]:.1f} s | {spread} | {1e3 * per:.1f} ms | {60 / per:,.0f} | {ratio} | {60 / per / TARGET:.2f} |"
+            f"| {name} | `{' '.join(options) or '(defaults)'}` | {units[folder]} | {cold[k]:.1f} s | {spread} | {1e3 * per:.1f} ms | {60 / per:,.0f} "
+            f"| {ratio} | {60 / per / TARGET:.2f} | {used} |"
         )
     if args.profile:
         profile(sessions, work, args.units, work / f"jax_cache_{list(variants).index('batched')}")  # warm: the batched variant's cache
