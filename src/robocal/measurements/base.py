@@ -96,20 +96,24 @@ def on_rows(measurement: Measurement, method: str, theta, data) -> np.ndarray:
     the data padded by `padded_rows` (the padding cut off the result again)."""
     padded, n = padded_rows(measurement, data)
     out = np.asarray(measurement.jitted(method)(jnp.asarray(theta), padded))
-    return out[:n]
+    return out[:n] if n is not None else out
 
 
 def rows_shape(measurement: Measurement, method: str, theta, data) -> tuple[int, ...]:
     """Shape of `on_rows(measurement, method, theta, data)`, traced but not computed (the trace
     is the one `on_rows` then reuses)."""
     padded, n = padded_rows(measurement, data)
-    return (n, *measurement.jitted(method).eval_shape(jnp.asarray(theta), padded).shape[1:])
+    shape = measurement.jitted(method).eval_shape(jnp.asarray(theta), padded).shape
+    return (shape[0] if n is None else n, *shape[1:])
 
 
-def padded_rows(measurement: Measurement, data) -> tuple[dict, int]:
+def padded_rows(measurement: Measurement, data) -> tuple[dict, int | None]:
     """(the data as JAX arrays, their row count n). Where the rows are independent and every leaf
     has one entry per row, padded to `row_bucket(n)` rows by repeating the last row, so that
-    data files of other lengths reuse the compiled code."""
+    data files of other lengths reuse the compiled code. n is None where the leaves do not hold
+    one entry per row (`rows_first` False: contacts are held per body pair), which are not padded."""
+    if not measurement.rows_first:
+        return jax.tree.map(jnp.asarray, data), None
     leaves = jax.tree.leaves(data)
     n = len(leaves[0]) if leaves else 0
     pad = row_bucket(n) - n if n and measurement.independent_rows and measurement.rows_first else 0
