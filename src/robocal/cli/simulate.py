@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,7 +25,13 @@ class Detection(StrEnum):
 @app.command("contact")
 def simulate_contact(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
-    n_per_pair: Annotated[int, typer.Option("--n-per-pair", min=1, help="contacts per fingertip pair (6 pairs)")] = 50,
+    robot: Annotated[
+        Path | None, typer.Option("--robot", help="a hand as URDF with collision geometry on its fingertips (default: the packaged DLR-Hand II)")
+    ] = None,
+    pairs: Annotated[
+        str | None, typer.Option("--pairs", help="with --robot: the body pairs a:b,c:d (links with collision shapes; default every two fingertips)")
+    ] = None,
+    n_per_pair: Annotated[int, typer.Option("--n-per-pair", min=1, help="contacts per body pair (the DLR-Hand II has 6 fingertip pairs)")] = 50,
     seed: Annotated[int, typer.Option("--seed", help="seed of the true hand and of the contact search")] = 0,
     translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of a DH length (d, a) of the true hand, m")] = 0.005,
     rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of a DH angle (theta, alpha) of the true hand, deg")] = 5.0,
@@ -34,39 +40,63 @@ def simulate_contact(
     ] = Detection.geometric,
     joint_noise: Annotated[float, typer.Option("--joint-noise", min=0.0, help="std of the encoder noise added to the recorded joint values, rad")] = 0.0,
 ) -> None:
-    """Fingertip contacts of a perturbed DLR-Hand II (the paper's contact search), as a problem to calibrate.
+    """Fingertip contacts of a perturbed hand (the paper's contact search), as a problem to calibrate.
 
-    Writes contacts.csv, true.urdf (the true hand), the DH table and geometry, and problem.yaml."""
+    Without --robot, the DLR-Hand II: writes contacts.csv, true.urdf (the true hand), the DH table
+    and geometry, and problem.yaml. With --robot HAND.urdf: the fingertips are the links whose
+    collision shapes end a finger chain; the true hand is the URDF perturbed in DH terms; writes
+    the URDF, hand_dh.yaml, true.urdf, contacts.csv, problem.yaml (the URDF, full joints) and
+    problem_dh.yaml (its DH table)."""
     import numpy as np
-    from rich.table import Table
 
-    from robocal.simulation.contact import FAILURES, REJECTIONS, dlr_hand_pairs, simulate_dlr_hand
+    from robocal.simulation.contact import dlr_hand_pairs, simulate_dlr_hand
+    from robocal.simulation.contact.urdf_hand import hand_bodies, simulate_urdf_hand
 
-    pairs = dlr_hand_pairs()
+    if pairs is not None and robot is None:
+        raise RobocalError("--pairs names links of --robot HAND.urdf; the DLR-Hand II has its six fingertip pairs")
+    chosen = dlr_hand_pairs() if robot is None else hand_bodies(robot, pairs)[2]
     done: dict = {}
     with progress_bar() as bar:
-        task = bar.add_task("contact search", total=len(pairs) * n_per_pair)
+        task = bar.add_task("contact search", total=len(chosen) * n_per_pair)
 
         def progress(pair, count, _n):
             done[pair] = count
             bar.update(task, completed=sum(done.values()), description=f"contact search {pair[0]} / {pair[1]}")
 
-        result = simulate_dlr_hand(
-            out_dir,
-            n_per_pair=n_per_pair,
-            seed=seed,
-            translation=translation,
-            rotation=float(np.deg2rad(rotation_deg)),
-            detection=detection.value,
-            joint_noise=joint_noise,
-            progress=progress,
-        )
-    sim = result.sim
+        options: dict[str, Any] = dict(
+            n_per_pair=n_per_pair, seed=seed, translation=translation, rotation=float(np.deg2rad(rotation_deg)),
+            detection=detection.value, joint_noise=joint_noise, progress=progress,
+        )  # fmt: skip
+        if robot is None:
+            dlr = simulate_dlr_hand(out_dir, **options)
+            sim, files, seconds, parameters, problems = dlr.sim, dlr.files, dlr.seconds, len(dlr.theta_true), [dlr.problem]
+        else:
+            hand = simulate_urdf_hand(robot, out_dir, pairs=pairs, **options)
+            sim, files, seconds, parameters, problems = hand.sim, hand.files, hand.seconds, len(hand.hand.theta_true), [hand.problem, hand.problem_dh]
     out.print(
-        f"true hand: the {len(result.theta_true)} DH parameters of the finger joints perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})"
+        f"true hand: the {parameters} DH parameters of the finger joints perturbed by up to {translation * 1e3:g} mm / {rotation_deg:g} deg (seed {seed})",
+        markup=False,
+        highlight=False,
     )
+    _contact_summary(sim, detection.value, joint_noise)
+    out.print(f"wrote {', '.join(str(f) for f in files)} in {seconds:.1f} s", markup=False, highlight=False)
+    for problem in problems:
+        out.print(
+            f"calibrate: robocal calibrate {problem} --out {Path(out_dir) / ('result' if problem.stem == 'problem' else 'result_dh')}",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _contact_summary(sim, detection: str, joint_noise: float) -> None:
+    """The simulated contacts per pair, the failed and rejected drives, and the true distances."""
+    import numpy as np
+    from rich.table import Table
+
+    from robocal.simulation.contact import FAILURES, REJECTIONS
+
     table = Table(
-        title=f"simulated contacts ({detection.value} detection, joint noise {joint_noise:g} rad)",
+        title=f"simulated contacts ({detection} detection, joint noise {joint_noise:g} rad)",
         caption="failed drives (retried): " + " / ".join(FAILURES) + "; planned drives the nominal model rejected: " + " / ".join(REJECTIONS),
     )
     for column in ("pair", "contacts", "failed", "rejected", "mean |d| (m)"):
@@ -83,11 +113,9 @@ def simulate_contact(
     out.print(
         f"mean |true signed distance| at the recorded joint values: {np.abs(sim.true_distance).mean():.3e} m (max {np.abs(sim.true_distance).max():.3e} m)"
     )
-    if detection is Detection.torque:
+    if detection == "torque":
         depth = -sim.true_distance * 1e3
         out.print(f"penetration at torque detection (mm): mean {depth.mean():.4f}, median {np.median(depth):.4f}, min {depth.min():.4f}, max {depth.max():.4f}")
-    out.print(f"wrote {', '.join(str(f) for f in result.files)} in {result.seconds:.1f} s", markup=False, highlight=False)
-    out.print(f"calibrate: robocal calibrate {result.problem} --out {Path(out_dir) / 'result'}", markup=False, highlight=False)
 
 
 @app.command("sockets")

@@ -217,9 +217,10 @@ class GeometryFile(Strict):
 
 class GeometryConfig(Strict):
     """`geometry:` of a problem file: a URDF's collisions (`from_urdf`, optionally only the
-    `bodies` named), files (URDF collisions, YAML or JSON geometry), then inline links."""
+    `bodies` named; `true`: the problem's own robot), files (URDF collisions, YAML or JSON
+    geometry), then inline links."""
 
-    from_urdf: Path | None = None
+    from_urdf: Literal[True] | Path | None = None
     bodies: list[str] | None = None
     cylinders: CylinderMode = "refuse"
     files: list[Path] = Field(default_factory=list)
@@ -232,14 +233,26 @@ class GeometryConfig(Strict):
         return self
 
 
-def load_geometry(config: GeometryConfig, base: Path) -> dict[str, tuple[LinkShape, ...]]:
+def _from_urdf(config: GeometryConfig, base: Path, robot: Path | None, problem: Path | None) -> Path:
+    """The URDF of `from_urdf`: a path (relative to `base`), or with `true` the problem's robot."""
+    if config.from_urdf is not True:
+        assert config.from_urdf is not None
+        return config.from_urdf if config.from_urdf.is_absolute() else base / config.from_urdf
+    if robot is None or robot.suffix in (".yaml", ".yml"):
+        what = "the problem has no `robot:`" if robot is None else f"the robot {robot.name} is a DH table"
+        raise InputError(problem or base, f"from_urdf: true takes the problem's robot URDF, but {what}; give the URDF's path", field="geometry.from_urdf")
+    return robot
+
+
+def load_geometry(config: GeometryConfig, base: Path, robot: Path | None = None, problem: Path | None = None) -> dict[str, tuple[LinkShape, ...]]:
     """Shapes per link: `from_urdf`, then `files` in order, then `links`; a later source replaces
-    the shapes of a link given by an earlier one."""
+    the shapes of a link given by an earlier one. `robot`: the problem's robot file, which
+    `from_urdf: true` names; `problem`: the problem file, which its errors name."""
     from robocal.validation import load_yaml_model, validate_mapping
 
     out: dict[str, tuple[LinkShape, ...]] = {}
     if config.from_urdf is not None:
-        collisions = urdf_collisions(config.from_urdf if config.from_urdf.is_absolute() else base / config.from_urdf, config.cylinders)
+        collisions = urdf_collisions(_from_urdf(config, base, robot, problem), config.cylinders)
         out.update({link: collisions.of(link) for link in config.bodies} if config.bodies is not None else collisions.shapes)
     for file in config.files:
         path = file if file.is_absolute() else base / file

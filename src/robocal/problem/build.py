@@ -69,7 +69,7 @@ class Problem:
             for key, link in [("reference", config.task.reference), *((f"tips[{i}]", tip) for i, tip in enumerate(config.task.tips))]:
                 if link is not None and not self.tree.has_link(link):
                     raise InputError(path, f"unknown link '{link}'", field=f"task.{key}")
-        self.geometry = load_geometry(config.geometry, path.parent)
+        self.geometry = load_geometry(config.geometry, path.parent, None if config.robot is None else path.parent / config.robot, path)
         for link in self.geometry:
             if self.tree is None or not self.tree.has_link(link):
                 raise InputError(path, f"geometry given for unknown link '{link}'", field="geometry")

@@ -7,7 +7,8 @@ Modules, in the order a search uses them: `scene` (bodies and their batched sign
 run), `pair` (a body pair's checks, obstacles and parked chains), `workspace` (random pools and
 planned contacts), `planning` (drives the nominal model accepts), `detection` (drives executed on
 the true model), `search` (`simulate_contacts`), `results` (`ContactSimulation`), `writer` (the
-contact CSV) and `dlr_hand` (`robocal simulate contact`).
+contact CSV), `dlr_hand` (`robocal simulate contact`) and `urdf_hand` (`robocal simulate contact
+--robot HAND.urdf`: fingertips and pairs from a URDF's collisions, its truth perturbed in DH terms).
 """
 
 from robocal.simulation.contact.context import (
