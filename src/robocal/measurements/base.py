@@ -199,9 +199,10 @@ class Measurement(ABC):
         errors = measurement_errors(self, data, theta)
         return summarize(errors if keep is None else errors[keep])
 
-    def figure(self, before: np.ndarray, after: np.ndarray):
-        """A matplotlib Figure of this measurement's data before/after calibration, if it has one
-        beyond the generic error plots (e.g. the predicted ball centers of a socket)."""
+    def figure(self, before: np.ndarray, after: np.ndarray) -> str | None:
+        """An SVG (robocal.svg) of this measurement's data before/after calibration, if it has one
+        beyond the generic error plots (e.g. the predicted ball centers of a socket): shown in
+        report.html and written beside it as <name>.svg."""
         return None
 
     def point_columns(self) -> list[np.ndarray]:
