@@ -341,6 +341,10 @@ def test_clean_data_calibrates_to_the_truth(calibrated: Path) -> None:
 def test_html_report_is_self_contained_and_escaped(calibrated: Path) -> None:
     html = (calibrated / "report.html").read_text()
     assert html.count("<svg") == 2 and "data:image/" not in html  # the error plots inline: per sample and histogram
+    (metrics,) = json.loads((calibrated / "report.json").read_text())["measurements"]
+    removed = round(100.0 * metrics["removed"], 1)  # the headline (rms) row's removed %, as the console shows it
+    assert "<th>removed (%)</th>" in html and f'<td>rms</td><td class="num">{round(1e3 * metrics["before"]["rms"], 4):.6g}' in html
+    assert f'<td class="num">{removed:.6g}</td></tr>' in html
     assert "tip &amp; &lt;markers&gt;" in html and "<markers>" not in html
     assert "j2.offset" in html and "problem.yaml" in html
     assert "<script" not in html and "http" not in html.split("</style>", 1)[1]

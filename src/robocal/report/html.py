@@ -59,9 +59,13 @@ def _measurement_section(cal: Calibration, index: int, figures: dict[str, str]) 
     m = cal.problem.measurements[index]
     before, after = _errors(m, cal.baseline), _errors(m, cal.estimate)
     metrics = cal.metrics[index]  # the figures of report.json: rejected rows left out
-    rows = [[stat, 1e3 * value, 1e3 * metrics["after"][stat]] for stat, value in metrics["before"].items()]
+    rows = []
+    for stat, value in metrics["before"].items():
+        after_value = metrics["after"][stat]
+        removed = round(100.0 * (value - after_value) / value, 1) if value > 0 else None
+        rows.append([stat, round(1e3 * value, 4), round(1e3 * after_value, 4), removed])  # micrometres: the digits a reader uses
     caption = f"{m.name} ({m.type_name}, {m.error_label}, {metrics['n']} values, {metrics['rejected']} rows rejected)"
-    table = table_html(["statistic", "before (mm)", "after (mm)"], rows, caption)
+    table = table_html(["statistic", "before (mm)", "after (mm)", "removed (%)"], rows, caption)
 
     per_row = "" if before.shape[1] == 1 else f" (mean of its {before.shape[1]} values)"
     samples = np.arange(before.shape[0])
