@@ -3,12 +3,25 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from rich.console import Console
 
-err = Console(stderr=True)
-out = Console()
+LOG_WIDTH = 160  # columns where the output is a file or a pipe (rich would take 80 and cut tables)
+
+
+def _console(stderr: bool = False) -> Console:
+    """A console at the terminal's width; writing to a file or a pipe (a log, CI, a script), at
+    LOG_WIDTH unless COLUMNS says otherwise, so no table cell is cut to an ellipsis."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, width=LOG_WIDTH)
+    return console
+
+
+err = _console(stderr=True)
+out = _console()
 
 
 def progress_bar(remaining: bool = False):
