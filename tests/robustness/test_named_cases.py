@@ -151,3 +151,15 @@ def test_evaluate_html_never_overwrites_and_needs_data(arm, tmp_path, monkeypatc
         tmp_path / "page.html",
     )
     assert code == 2 and said("--html: only with --data", err) and not (tmp_path / "page.html").exists()
+
+
+def test_tables_are_not_cut_where_the_output_is_not_a_terminal(arm, tmp_path, monkeypatch, capsys):
+    """Output to a file or a pipe (here pytest's capture) is LOG_WIDTH wide: a 40-character
+    measurement name and every column of the errors table come through whole, not as 'measureme…'."""
+    shutil.copytree(arm, tmp_path / "a")
+    config = yaml.safe_load(problem(tmp_path / "a").read_text())
+    name = "flange markers seen by the lab's tracker"
+    config["measurements"][0]["name"] = name
+    (tmp_path / "a" / "problem.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    code, out, _ = run(monkeypatch, capsys, "calibrate", tmp_path / "a" / "problem.yaml", "--out", tmp_path / "out")
+    assert code == 0 and name in out and "max after" in out and "…" not in out
