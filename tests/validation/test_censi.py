@@ -3,6 +3,7 @@ on the shipped problem files reproduces the published estimates."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,15 +13,10 @@ from typer.testing import CliRunner
 from robocal.cli import app
 from tests.conftest import REPO, shared_path
 
-# published key -> (our parameter, factor from our value to the published one)
-PUBLISHED = {
-    "axle": ("wheelbase", 1.0),
-    "l_diam": ("wheel_radius_left", 2.0),
-    "r_diam": ("wheel_radius_right", 2.0),
-    "l_x": ("sensor_x", 1.0),
-    "l_y": ("sensor_y", 1.0),
-    "l_theta": ("sensor_yaw", 1.0),
-}
+spec = importlib.util.spec_from_file_location("censi_validate", REPO / "examples/censi/validate.py")
+censi_validate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(censi_validate)
+PUBLISHED = censi_validate.PUBLISHED  # published key -> (our parameter, factor from our value to the published one)
 
 
 @pytest.mark.parametrize("log", ["lstraight", "l90", "lmov"])
