@@ -8,11 +8,12 @@ and is the `before` of every report. The MAP fit starts from it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
+from robocal.analysis.gauge import GaugeFix, fix_gauge, predicted_modulo
 from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.observability import scaled_condition_number
 from robocal.analysis.task_uncertainty import Task, predicted_task_error, robot_uncertainty
@@ -34,6 +35,7 @@ class Calibration:
     identifiability: Identifiability
     conditioning: dict[str, float | None]  # Schroer-scaled condition number: per measurement, and "all"
     crossval: dict | None = None  # CrossValidation.report() where one was run (calibrate --crossval): feeds the verdict
+    gauge: GaugeFix | None = None  # the gauge the estimate was fixed in (robocal.analysis.gauge), where the problem has one
 
     @property
     def estimate(self) -> np.ndarray:
@@ -77,13 +79,13 @@ class Calibration:
     @cached_property
     def task_prediction(self) -> dict | None:
         """The task-space error the posterior covariance predicts (problem file's `task:`), m."""
-        cfg = self.problem.config.task
-        if cfg is None:
+        task = problem_task(self.problem)
+        if task is None:
             return None
-        task = Task.default(self.problem, cfg.reference, cfg.tips, n=cfg.n, seed=cfg.seed)
         # Parameters held at nominal count with their prior: the data did not make them nominal.
         known = robot_uncertainty(self.problem, self.estimate, self.solution.covariance)
-        predicted = predicted_task_error(task.robot_jacobians(known.robot, known.theta), known.covariance)
+        jacobians = task.robot_jacobians(known.robot, known.theta)
+        predicted = predicted_task_error(jacobians, known.covariance)
         # Mean squared whitened residual (prior terms included): about 1 when the sigmas are right
         # and the model can represent the robot; far above 1 the errors are not noise but model error.
         residuals = sum(int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(self.problem.measurements, self.solution.masks))
@@ -98,6 +100,8 @@ class Calibration:
             "held_at_nominal": list(known.held),  # in the prediction with their prior sigmas
             "fit_per_residual": fit,
         }
+        if self.gauge is not None:  # the error a calibration can know: the gauge's rigid motion aligned away
+            out["predicted_modulo_gauge"] = predicted_modulo(self.gauge.gauge, task, known.robot, known.theta, jacobians, known.covariance)
         if fit > MISFIT:
             out["warning"] = (
                 f"the residuals are {np.sqrt(fit):.1f} times the declared sigmas: the model does not fit the data, and this prediction (parameter uncertainty only) understates the task error"
@@ -127,6 +131,7 @@ class Calibration:
             "rejected": self.rejected(),
             "task": self.task_prediction,
             "crossval": self.crossval,
+            "gauge": None if self.gauge is None else self.gauge.report(self.problem.layout.names),
             "verdict": self.verdict.to_dict(),
         }
 
@@ -236,5 +241,18 @@ def calibrate(problem: Problem) -> Calibration:
             problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options
         )
     solution.rejections = left_out + solution.rejections
+    gauge = None
+    task = problem_task(problem)
+    if task is not None and cfg.method == "map":
+        gauge = fix_gauge(problem, solution.theta, task, solution.masks)
+        if gauge is not None:  # the estimate moved along what the data do not see: the same fit, its uncertainty there
+            covariance, cost = laplace(problem.map_problem, gauge.theta, solution.masks)
+            solution = replace(solution, theta=gauge.theta, covariance=covariance, std=np.sqrt(np.diag(covariance)), cost=cost)
     jac = problem.unweighted_jacobian(solution.theta, solution.masks)
-    return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks))
+    return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks), gauge=gauge)
+
+
+def problem_task(problem: Problem) -> Task | None:
+    """The problem file's `task:` (None without one)."""
+    cfg = problem.config.task
+    return None if cfg is None else Task.default(problem, cfg.reference, cfg.tips, n=cfg.n, seed=cfg.seed)

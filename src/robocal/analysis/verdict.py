@@ -17,6 +17,8 @@ Findings and their levels (thresholds: `VerdictConfig`, the problem file's `verd
   says nothing about them. info where the priors hold every such direction (MAP's intended use),
   warning where some direction has no prior on any of its parameters (its estimate is arbitrary).
 - info `held_at_nominal`: `parameters.select: identifiable` fixed parameters at nominal.
+- info `gauge`: a rigid motion of the robot below its root that the data do not see and the task
+  does was fixed by keeping the task's reference frame at nominal (robocal.analysis.gauge).
 - warning `beyond_prior`: a parameter moved more than `prior_sigmas` prior sigmas from nominal:
   the data and the prior disagree (a too tight prior, or a model or data error).
 - warning `no_prior_weak`: a parameter without a prior is weakly determined by the data alone
@@ -43,6 +45,7 @@ import numpy as np
 from robocal.problem.schema import VerdictConfig
 
 if TYPE_CHECKING:
+    from robocal.analysis.gauge import GaugeFix
     from robocal.analysis.identifiability import Identifiability
     from robocal.problem.build import Problem
     from robocal.solver.map import Solution
@@ -62,6 +65,8 @@ class Judged(Protocol):
     def crossval(self) -> dict | None: ...
     @property
     def metrics(self) -> list[dict]: ...
+    @property
+    def gauge(self) -> GaugeFix | None: ...
     def parameters(self) -> list[dict]: ...
 
 
@@ -317,6 +322,25 @@ def crossval_findings(cal: Judged, crossval: dict, cfg: VerdictConfig) -> list[F
     return out
 
 
+def gauge_findings(cal: Judged) -> list[Finding]:
+    """A gauge the estimate was fixed in (robocal.analysis.gauge): what it is and how far the fix moved the estimate."""
+    fix = cal.gauge
+    if fix is None:
+        return []
+    angle, shift = float(np.linalg.norm(fix.shift[3:])), float(np.linalg.norm(fix.shift[:3]))
+    moved = f" and {shift * 1e3:.3g} mm" if shift > 1e-9 else ""  # a rotation about the root's origin translates nothing
+    return [
+        Finding(
+            "gauge",
+            "info",
+            f"the data do not see a {fix.gauge.describe()}, and the task does: robocal fixed it by keeping the task's reference frame "
+            f"at nominal, which moved the solver's estimate by {np.degrees(angle):.3g} deg{moved}; the true robot's own "
+            "component of it is unknown, so the raw task error includes it and the task error modulo the gauge does not (report.json task)",
+            {"components": list(fix.gauge.components), "root": fix.gauge.root, "rotation": angle, "translation": shift, "data_change": fix.data_change},
+        )
+    ]
+
+
 def held_out_verdict(headline: str, held_out: list[dict], warnings: list[dict]) -> Verdict:
     """The verdict of `robocal evaluate --data` (robocal.evaluation): fail `held_out_worse_than_nominal`
     for each data file the calibrated model predicts worse than the nominal one; each generalization
@@ -340,7 +364,7 @@ def judge(cal: Judged, cfg: VerdictConfig | None = None) -> Verdict:
     """The verdict on a calibration from what it holds (no further solve): with a cross-validation
     (`cal.crossval`, from `calibrate --crossval`) its findings too."""
     cfg = cfg or VerdictConfig()
-    findings = solver_findings(cal) + identifiability_findings(cal) + parameter_findings(cal, cfg) + residual_findings(cal, cfg)
+    findings = solver_findings(cal) + identifiability_findings(cal) + gauge_findings(cal) + parameter_findings(cal, cfg) + residual_findings(cal, cfg)
     if cal.crossval is not None:
         findings += crossval_findings(cal, cal.crossval, cfg)
     return Verdict(tuple(findings))

@@ -39,6 +39,12 @@ def print_summary(cal: Calibration, console: Console) -> None:
             f"the test set's mean error lies in [{p['interval95'][0] * 1e3:.3f}, {p['interval95'][1] * 1e3:.3f}] mm with 95 % probability"
             + (f", counting the prior of the {len(task['held_at_nominal'])} parameters held at nominal" if task["held_at_nominal"] else "")
         )
+        modulo = task.get("predicted_modulo_gauge")
+        if cal.gauge is not None and modulo is not None and modulo["mean"] is not None:
+            console.print(
+                f"modulo the gauge ({escape(cal.gauge.gauge.describe())}, which the data do not see): mean {modulo['mean'] * 1e3:.3f} mm, "
+                f"rms {modulo['rms'] * 1e3:.3f} mm, 95 % interval [{modulo['interval95'][0] * 1e3:.3f}, {modulo['interval95'][1] * 1e3:.3f}] mm"
+            )
         if "warning" in task:
             console.print(f"[yellow]warning:[/] {escape(task['warning'])}")
     if cal.crossval is not None:

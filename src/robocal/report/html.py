@@ -117,6 +117,7 @@ def _identifiability(cal: Calibration) -> str:
     dropped = getattr(cal.problem, "unidentifiable", ())  # parameters.select: identifiable
     if dropped:
         text += f"<p>Held at nominal as not identifiable from these data: {escape(', '.join(dropped))}.</p>"
+    text += _gauge(cal)
     if not ident.kernel:
         return text
     rows = [[k + 1, ", ".join(f"{name} ({weight:+.3f})" for name, weight in direction.items())] for k, direction in enumerate(ident.kernel)]
@@ -125,6 +126,27 @@ def _identifiability(cal: Calibration) -> str:
         + "<p>Unidentifiable directions (the data do not change along them; only the priors fix them):</p>"
         + table_html(["direction", "parameters (weight)"], rows)
     )
+
+
+def _gauge(cal: Calibration) -> str:
+    """The gauge the estimate was fixed in (robocal.analysis.gauge), and the task error modulo it."""
+    if cal.gauge is None:
+        return ""
+    angle, shift = np.linalg.norm(cal.gauge.shift[3:]), np.linalg.norm(cal.gauge.shift[:3])
+    text = (
+        f"<p>Gauge: the data do not see a {escape(cal.gauge.gauge.describe())}, which the task does. It was fixed by keeping the task's "
+        f"reference frame at nominal, which moved the solver's estimate by {np.degrees(angle):.3g} deg"
+        + (f" and {shift * 1e3:.3g} mm" if shift > 1e-9 else "")
+        + "; no measurement changed.</p>"
+    )
+    task = cal.task_prediction or {}
+    raw, modulo = task.get("predicted", {}), task.get("predicted_modulo_gauge") or {}
+    if raw.get("mean") is not None and modulo.get("mean") is not None:
+        text += (
+            f"<p>Predicted task error: mean {raw['mean'] * 1e3:.3f} mm raw (the true robot's own, unknown, gauge component included), "
+            f"{modulo['mean'] * 1e3:.3f} mm modulo the gauge.</p>"
+        )
+    return text
 
 
 def _rejected(cal: Calibration) -> str:
