@@ -153,13 +153,20 @@ def test_evaluate_html_never_overwrites_and_needs_data(arm, tmp_path, monkeypatc
     assert code == 2 and said("--html: only with --data", err) and not (tmp_path / "page.html").exists()
 
 
-def test_tables_are_not_cut_where_the_output_is_not_a_terminal(arm, tmp_path, monkeypatch, capsys):
-    """Output to a file or a pipe (here pytest's capture) is LOG_WIDTH wide: a 40-character
-    measurement name and every column of the errors table come through whole, not as 'measureme…'."""
+def test_tables_are_not_cut_where_the_output_is_not_a_terminal(arm, tmp_path):
+    """Output to a file or a pipe is LOG_WIDTH wide unless COLUMNS says otherwise: a 40-character
+    measurement name and every column of the errors table come through whole, not as 'measureme…'.
+    A subprocess, so that the consoles are made without the COLUMNS=80 that pytest-xdist's workers
+    inherit (and that a user's COLUMNS would set, as it should)."""
+    import os
+    import subprocess
+
     shutil.copytree(arm, tmp_path / "a")
     config = yaml.safe_load(problem(tmp_path / "a").read_text())
     name = "flange markers seen by the lab's tracker"
     config["measurements"][0]["name"] = name
     (tmp_path / "a" / "problem.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    code, out, _ = run(monkeypatch, capsys, "calibrate", tmp_path / "a" / "problem.yaml", "--out", tmp_path / "out")
-    assert code == 0 and name in out and "max after" in out and "…" not in out
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")} | {"NO_COLOR": "1", "JAX_PLATFORMS": "cpu"}
+    argv = [sys.executable, "-m", "robocal", "calibrate", str(tmp_path / "a" / "problem.yaml"), "--out", str(tmp_path / "out")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and name in done.stdout and "max after" in done.stdout and "…" not in done.stdout
