@@ -136,6 +136,8 @@ def test_bad_mat_files_are_located(tmp_path):
     assert "'data.x' is 3 x 2" in str(located(bad, ["x"]))
     bad.write_bytes(b"MATLAB 5.0 MAT-file, but not really")
     assert "not a readable MATLAB .mat file" in str(located(bad))
+    bad.write_bytes(b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Wed Nov 25 2026 HDF5 schema 1.00 .".ljust(512, b" "))
+    assert "a MATLAB v7.3 (HDF5) file; save it with save(..., '-v7')" in str(located(bad))
 
 
 def test_bad_parquet_files_are_located(tmp_path):

@@ -112,10 +112,11 @@ def read_mat(path: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """(header, rows of cell texts) of a MATLAB v5/v7 file."""
     import scipy.io
 
+    with open(path, "rb") as handle:
+        if handle.read(19) == b"MATLAB 7.3 MAT-file":  # the text header of an HDF5-based file, which scipy does not read
+            raise InputError(path, "a MATLAB v7.3 (HDF5) file; save it with save(..., '-v7') to have it read")
     try:
         variables = scipy.io.loadmat(str(path), simplify_cells=True)
-    except NotImplementedError:  # scipy's answer to an HDF5-based file
-        raise InputError(path, "a MATLAB v7.3 (HDF5) file; save it with save(..., '-v7') to have it read") from None
     except Exception as exc:  # scipy's reader fails on a damaged file with whatever its parsing met (MatReadError, ValueError, struct.error, ...)
         raise InputError(path, f"not a readable MATLAB .mat file ({type(exc).__name__}: {exc})") from None
     variables = {k: v for k, v in variables.items() if not k.startswith("__")}
