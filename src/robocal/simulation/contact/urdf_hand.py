@@ -160,7 +160,6 @@ def simulate_urdf_hand(
     simulated scene (a designated body touching another is a failed drive); `options` go to
     `simulate_contacts`.
     """
-    from robocal.kinematics import transforms as tf
     from robocal.kinematics.convert import urdf_tree
     from robocal.kinematics.urdf import write_urdf
 
@@ -177,8 +176,7 @@ def simulate_urdf_hand(
         detection=detection, joint_noise=joint_noise, progress=progress, **options,
     )  # fmt: skip
     write_contact_csv(out_dir / CONTACTS, hand.dh_tree, sim)
-    origins = {name: (t[:3, 3], tf.matrix_to_rpy(t[:3, :3])) for name, t in hand.truth.calibrated_origins(hand.theta_true).items()}
-    write_urdf(urdf_tree(hand.dh_tree), out_dir / TRUE_URDF, origins)
+    write_urdf(urdf_tree(hand.dh_tree), out_dir / TRUE_URDF, hand.truth.urdf_origins(hand.theta_true))
     bodies = sorted({link for pair in chosen for link in pair}, key=hand.urdf_tree.links.index)
     problems = write_problems(out_dir, hand, robot_file.name, bodies, (translation, rotation, sigma), seed)
     files = [robot_file, hand.path, out_dir / TRUE_URDF, out_dir / CONTACTS, *problems]
