@@ -5,6 +5,8 @@
   calibrated fit, and the `initial` pose both are expressed relative to;
 - calibrated.urdf (when the problem has a `robot:`): the input URDF with the calibrated joint
   origins changed (lossless), or, for a DH-table robot, a URDF generated from the calibrated table;
+  for a mobile base with `drive.wheels`, also its wheel radii, wheelbase and sensor poses
+  (robocal.mobile.urdf);
 - calibrated_sensors.yaml (when the problem has `sensors:`): the joint sensor file with the
   calibrated offsets and gains;
 - report.html: tables and plots;
@@ -72,7 +74,9 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
         theta_robot = cal.estimate[problem.layout.blocks["robot"]]
         origins = robot.urdf_origins(theta_robot)
         if tree.source_kind == "urdf" and tree.source is not None:
-            write_calibrated_urdf(tree.source, written[-1], origins)
+            # a mobile base with `drive.wheels`: its wheels, axle and sensor mounts as well (robocal.mobile.urdf)
+            base, radii = problem.base_urdf.changes(dict(zip(problem.layout.names, map(float, cal.estimate)))) if problem.base_urdf else ({}, None)
+            write_calibrated_urdf(tree.source, written[-1], {**origins, **base}, radii)
         else:
             write_urdf(tree, written[-1], origins)
         sensors = robot.calibrated_sensors(theta_robot)

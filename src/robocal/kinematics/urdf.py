@@ -1,14 +1,17 @@
-"""URDF in and out with lxml: read a kinematic tree, write back calibrated joint origins only.
+"""URDF in and out with lxml: read a kinematic tree, write back calibrated joint origins (and a
+calibrated wheel's cylinder radii) only.
 
 Reading keeps the parsed document so that writing changes the `xyz`/`rpy` attributes of the
-calibrated joints' `<origin>` elements and nothing else: comments, unknown tags, attribute order,
-whitespace, and every byte outside the `<robot>` element are preserved.
+calibrated joints' `<origin>` elements (and the `radius` of calibrated wheels' `<cylinder>`s) and
+nothing else: comments, unknown tags, attribute order, whitespace, and every byte outside the
+`<robot>` element are preserved.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -200,11 +203,30 @@ def _fmt(values) -> str:
     return " ".join(repr(float(v)) if abs(v) > 0 else "0" for v in values)
 
 
-def write_calibrated_urdf(source: str | Path, destination: str | Path, origins: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-    """Copy `source` to `destination`, replacing the origin (xyz, rpy) of the joints named in `origins`."""
+def link_cylinders(robot, link: str) -> list:
+    """The `<cylinder>` elements of the `<collision>` and `<visual>` geometry of link `link`
+    (`robot`: the document's root element)."""
+    return [c for el in robot.findall("link") if el.get("name") == link for part in ("collision", "visual") for c in el.findall(f"{part}/geometry/cylinder")]
+
+
+def write_calibrated_urdf(
+    source: str | Path,
+    destination: str | Path,
+    origins: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    radii: Mapping[str, float] | None = None,
+) -> None:
+    """Copy `source` to `destination`, replacing the origin (xyz, rpy; rpy None: kept) of the
+    joints named in `origins` and the `radius` of the collision and visual cylinders of the links
+    named in `radii` (a calibrated wheel)."""
     source = Path(source)
     doc = parse_document(source)
     robot = doc.getroot()
+    for link, radius in (radii or {}).items():
+        cylinders = link_cylinders(robot, link)
+        if not cylinders:
+            raise InputError(source, f"link '{link}' has no <cylinder> in its <collision> or <visual>")
+        for cylinder in cylinders:
+            cylinder.set("radius", _fmt([radius]))
     found = set()
     for el in robot.findall("joint"):
         name = el.get("name")
@@ -217,7 +239,8 @@ def write_calibrated_urdf(source: str | Path, destination: str | Path, origins: 
             origin.tail = el.text
         xyz, rpy = origins[name]
         origin.set("xyz", _fmt(xyz))
-        origin.set("rpy", _fmt(rpy))
+        if rpy is not None:
+            origin.set("rpy", _fmt(rpy))
         found.add(name)
     missing = set(origins) - found
     if missing:

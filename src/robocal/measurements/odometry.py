@@ -43,6 +43,9 @@ class SensorConfig(Strict):
     initial: Literal["closed_form"] | tuple[float, float, float] = Field(default="closed_form", description="x, y (m), yaw (rad) in the base frame")
     prior_translation: Sigma | None = Field(default=None, description="prior sigma about `initial` (m); none by default")
     prior_rotation: Sigma | None = None
+    joint: str | None = Field(
+        None, description="fixed joint of the robot's URDF whose child is the sensor: calibrated.urdf gets the calibrated x, y, yaw (needs `drive.wheels`)"
+    )
 
 
 class TrimConfig(Strict):

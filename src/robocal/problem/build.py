@@ -20,6 +20,7 @@ from robocal.kinematics.tree import KinematicTree
 from robocal.measurements.base import BuildContext, Measurement, point_groups
 from robocal.measurements.registry import measurement_types
 from robocal.mobile.drive import NAMES as DRIVE_NAMES
+from robocal.mobile.urdf import base_urdf
 from robocal.parameters import Parameter, ParameterLayout
 from robocal.problem.description import extract, is_description
 from robocal.problem.schema import ProblemConfig, problem_config
@@ -51,6 +52,7 @@ class Problem:
         self.tree, self.robot = self._load_robot()
         robot_block = self.layout.add("robot", list(self.robot.parameters) if self.robot else [])
         drive_block = self.layout.add("drive", drive_parameters(config.drive)) if config.drive else None
+        self.base_urdf = base_urdf(path, config, self.tree, set(self.robot.modes) if self.robot else set())  # checked before any data are read
         self.frames: dict[str, Frame] = {}
         for name, fc in config.frames.items():
             initial = None if fc.initial == "auto" else placement_matrix(fc.initial.xyz, fc.initial.rpy)

@@ -125,6 +125,9 @@ class DriveConfig(Strict):
     wheel_radius_left: Positive
     wheel_radius_right: Positive
     wheelbase: Positive
+    wheels: tuple[str, str] | None = Field(
+        None, description="left and right wheel joints of the robot's URDF (`robot:`): calibrated.urdf gets the radii and the wheelbase (robocal.mobile.urdf)"
+    )
 
 
 class ProblemConfig(Strict):
