@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +137,30 @@ def test_a_bad_session_fails_alone(fleet, tmp_path):
     with DbSession(engine) as db:
         [(name, error)] = db.execute(sa.select(Session.name, Job.error).join(Job, Job.session_id == Session.id).where(Job.status == "failed")).all()
     assert name == "BROKEN" and "markers.csv, line 6" in error, error
+
+
+def test_service_workers_run_the_fleet_job_code(fleet, in_process, tmp_path):
+    """The service's job workers (robocal.service.worker) claim the queue in chunks and calibrate with
+    `fleet run`'s batched job code: the same results as the in-process run, each job claimed once."""
+    from contextlib import nullcontext
+    from threading import Event
+
+    from robocal.fleet.store.jobs import Lease, counts
+    from robocal.service.worker import start_workers
+
+    engine = open_store(tmp_path / "robocal.db", create=True)
+    ingest(engine, fleet[0])
+    stop, lease = Event(), Lease()
+    threads = start_workers(engine, nullcontext(), stop, 1, None, lease)
+    try:
+        deadline = time.monotonic() + 120
+        while counts(engine) != {"done": 6} and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert counts(engine) == {"done": 6}
+    with DbSession(engine) as db:
+        assert set(db.execute(sa.select(Job.attempts, Job.owner))) == {(1, lease.owner)}
+    assert_same(stored(engine), in_process, rtol=1e-12)

@@ -13,27 +13,27 @@ import time
 from pathlib import Path
 
 import numpy as np
-import sqlalchemy as sa
-from sqlalchemy.orm import Session as DbSession
 
 from robocal.fleet.engine import run
 from robocal.fleet.store import open_store
 from robocal.fleet.store.jobs import counts
-from robocal.fleet.store.models import AuditEntry, Result, Session
+from robocal.fleet.store.models import Result
 from robocal.fleet.store.sessions import ingest
-from tests.fleet.test_store import make_fleet
+from tests.fleet.test_store import assert_each_session_once, make_fleet, wait_for_leases
 
 REPO = Path(__file__).resolve().parents[2]
 
-RUNNER = """
+LEASE = 1.0  # s: the killed runs' jobs are free again a second after the kill
+RUNNER = f"""
 import sys, time
 from robocal.fleet.engine import run
 from robocal.fleet.store import open_store
+from robocal.fleet.store.jobs import Lease
 from robocal.fleet.store.models import Result
 def work(engine, session_id):
     time.sleep(0.1)  # 10 jobs outlast the latest kill (1 s)
-    return Result(session_id=session_id, parameters=[], report="{}", urdf=None)
-run(open_store(sys.argv[1]), work=work)
+    return Result(session_id=session_id, parameters=[], report="{{}}", urdf=None)
+run(open_store(sys.argv[1]), work=work, lease=Lease({LEASE}))
 """
 
 
@@ -43,23 +43,14 @@ def slow_work(engine, session_id):
     return Result(session_id=session_id, parameters=[], report="{}", urdf=None)
 
 
-POOL_RUNNER = """
+POOL_RUNNER = f"""
 import sys
 from robocal.fleet.engine import run
 from robocal.fleet.store import open_store
+from robocal.fleet.store.jobs import Lease
 from tests.fleet.test_resume import slow_work
-run(open_store(sys.argv[1]), work=slow_work, kind="pool", workers=2)
+run(open_store(sys.argv[1]), work=slow_work, kind="pool", workers=2, lease=Lease({LEASE}))
 """
-
-
-def assert_each_session_once(engine, sessions: int) -> None:
-    assert counts(engine) == {"done": sessions}
-    with DbSession(engine) as db_session:
-        per_session = db_session.execute(sa.select(Result.session_id, sa.func.count()).group_by(Result.session_id)).all()
-        assert len(per_session) == db_session.scalar(sa.select(sa.func.count()).select_from(Session)) == sessions
-        assert {n for _, n in per_session} == {1}
-        done = [a.detail["session"] for a in db_session.scalars(sa.select(AuditEntry).where(AuditEntry.action == "done"))]
-        assert sorted(done) == sorted(s for s, _ in per_session)  # each job finished once
 
 
 def test_sigkill_at_random_points(tmp_path):
@@ -77,6 +68,7 @@ def test_sigkill_at_random_points(tmp_path):
         left = counts(engine)
         interrupted += left.get("queued", 0) + left.get("running", 0) > 0
     assert interrupted >= 8  # the kills landed before the queue was empty
+    wait_for_leases(engine)
     run(engine, work=lambda e, s: Result(session_id=s, parameters=[], report="{}", urdf=None))
     assert_each_session_once(engine, 100)
 
@@ -98,5 +90,6 @@ def test_pool_sigkill_at_random_points(tmp_path):
         interrupted += left.get("queued", 0) + left.get("running", 0) > 0
         finished += left.get("done", 0) > before
     assert interrupted >= 2 and finished >= 2  # some kills landed mid-run, after some jobs were stored
+    wait_for_leases(engine)
     run(engine, work=slow_work)
     assert_each_session_once(engine, 50)

@@ -22,8 +22,9 @@ SESSIONS, KILLS = 30, 2
 
 
 def test_sigkill_during_uploads_and_jobs(tmp_path, db_url):
-    # two workers: on PostgreSQL they claim jobs concurrently (FOR UPDATE SKIP LOCKED); SQLite runs one
-    service = make_service(db_url, workers=2, work="tests.service.stubs:slow_result")
+    # two workers: on PostgreSQL they claim jobs concurrently (FOR UPDATE SKIP LOCKED); SQLite runs one;
+    # a killed server's jobs are taken over when their 2 s lease has expired
+    service = make_service(db_url, workers=2, work="tests.service.stubs:slow_result", lease=2.0)
     service.start()
     add_model(service)
     agent = Agent(service.url, service.tokens["station-a"], "arm6", tmp_path / "spool", retries=20)

@@ -61,13 +61,18 @@ def run(
     batch: Annotated[
         int, typer.Option("--batch", help="sessions claimed at once; those of one structure are solved in one vectorized call (0: one at a time)")
     ] = 256,
+    lease: Annotated[
+        float,
+        typer.Option("--lease", min=1.0, help="seconds a claimed job stays this run's without its heartbeat; a killed run's jobs are taken over after it"),
+    ] = 60.0,
 ) -> None:
-    """Calibrate every queued session; a rerun does nothing new, a killed run resumes where it stopped."""
+    """Calibrate every queued session; a rerun does nothing new, a killed run's jobs are taken over once its lease expired,
+    and several runs (and the service's workers) may share one store."""
     import os
 
     from robocal.fleet.engine import run as run_jobs
     from robocal.fleet.store import open_store
-    from robocal.fleet.store.jobs import counts
+    from robocal.fleet.store.jobs import Lease, counts
 
     if batch < 0:
         raise RobocalError(f"--batch {batch}: 0 (one at a time) or more")
@@ -77,7 +82,9 @@ def run(
     pending = counts(engine)
     with progress_bar() as bar:
         task = bar.add_task("calibrating sessions", total=pending.get("queued", 0) + pending.get("running", 0))
-        tally = run_jobs(engine, lambda session, status: bar.advance(task), kind=engine_kind, workers=workers or os.cpu_count() or 1, batch=batch)
+        tally = run_jobs(
+            engine, lambda session, status: bar.advance(task), kind=engine_kind, workers=workers or os.cpu_count() or 1, batch=batch, lease=Lease(lease)
+        )
     out.print(f"{tally['done']} done, {tally['failed']} failed", markup=False, highlight=False)
 
 

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine, event
 
+from robocal.fleet.store.jobs import LEASE, Lease
 from robocal.service import dashboard
 from robocal.service.routes import admin, results, sessions, units
 
@@ -25,7 +26,8 @@ class Settings:
     max_upload: int = 64 * 2**20  # bytes of one session upload (all its files, multipart framing included)
     workers: int = 1  # job workers in this process (one on SQLite: a single writer)
     clock: Callable[[], float] = time.time  # the server clock of /api/time (s since the epoch)
-    work: Callable | None = None  # the job code, (engine, session id) -> Result; None: the core's calibration
+    work: Callable | None = None  # the job code, (engine, session id) -> Result; None: the core's calibration, batched
+    lease: float = LEASE  # s the workers hold a claimed job without a heartbeat (robocal.fleet.store.jobs)
 
 
 class UploadLimit:
@@ -80,7 +82,7 @@ def create_app(engine: Engine, settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         stop = threading.Event()
-        threads = start_workers(engine, app.state.write_lock, stop, settings.workers, settings.work)
+        threads = start_workers(engine, app.state.write_lock, stop, settings.workers, settings.work, Lease(settings.lease))
         yield
         stop.set()
         for thread in threads:

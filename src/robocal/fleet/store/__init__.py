@@ -12,6 +12,8 @@ from sqlalchemy import Engine, create_engine, inspect
 from robocal.errors import InputError, RobocalError
 from robocal.fleet import DEFAULT_DB
 
+SQLITE_WAIT = 30.0  # s a SQLite write waits for another writer (another run, the service) before failing
+
 
 def database_url(db: str | Path) -> str:
     """A SQLAlchemy URL for `db`: a URL as is (`postgresql+psycopg://...`), a path as a SQLite file."""
@@ -19,13 +21,13 @@ def database_url(db: str | Path) -> str:
     return text if "://" in text else f"sqlite:///{Path(text).resolve()}"
 
 
-def migrate(engine: Engine) -> None:
-    """Upgrade the database to the newest schema revision (from empty, or from any older one)."""
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Upgrade the database to the newest schema revision, or to `revision` (from empty, or from any older one)."""
     config = Config()
     config.set_main_option("script_location", str(resources.files("robocal.fleet.store").joinpath("migrations")))
     with engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        command.upgrade(config, revision)
 
 
 def open_store(db: str | Path = DEFAULT_DB, *, create: bool = False) -> Engine:
@@ -33,7 +35,7 @@ def open_store(db: str | Path = DEFAULT_DB, *, create: bool = False) -> Engine:
     url = database_url(db)
     if url.startswith("sqlite:///") and not create and not Path(url.removeprefix("sqlite:///")).exists():
         raise InputError(db, "no fleet database here; run `robocal fleet init` first")
-    engine = create_engine(url)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_WAIT} if url.startswith("sqlite") else {})
     if create:
         migrate(engine)
     elif "alembic_version" not in inspect(engine).get_table_names():

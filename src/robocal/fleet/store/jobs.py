@@ -1,59 +1,128 @@
-"""Job states: queued -> running -> done | failed. A job is claimed (running, attempts + 1) in one
-transaction and finished with its result in another, so a run killed at any point leaves either no
-result (the job is requeued by the next run) or exactly one (the job is done)."""
+"""Job states: queued -> running -> done | failed, under leases.
+
+A runner (a `fleet run` process, the service's workers) claims jobs with its `Lease`: running,
+attempts + 1, its owner name and a lease expiry, in one statement, so two runners never take the
+same job (SQLite: one writer at a time; PostgreSQL: FOR UPDATE SKIP LOCKED). While it works its
+heartbeat renews the expiry of the jobs it holds (`Lease.kept`). It finishes a job with its result
+in one transaction, and only a job it still holds. A runner killed at any point leaves its jobs
+running without a result, their lease running out; each claim first puts the jobs whose lease
+expired back in the queue, so another runner (or the next run) takes them over, and the jobs of a
+live runner are left alone: nothing is lost or done twice however many runners share the store.
+Leases compare the runners' clocks (keep the hosts on NTP; the lease is far longer than their skew).
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, func, select, update
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine, func, or_, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 
 from robocal.fleet.store.models import AuditEntry, Job, Result, now
 
+LEASE = 60.0  # s a claimed job stays its runner's without a heartbeat
+QUIET = {"synchronize_session": False}  # bulk updates: no ORM objects of these rows are loaded
+log = logging.getLogger("robocal.fleet")
 
-def requeue_interrupted(engine: Engine) -> int:
-    """Jobs left `running` by a run that died go back to the queue; returns how many."""
+
+def _owner() -> str:
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Lease:
+    """A runner's hold on the jobs it claims: its owner name (unique per runner) and how long a claim
+    lasts without renewal."""
+
+    seconds: float = LEASE
+    owner: str = field(default_factory=_owner)
+
+    def until(self) -> datetime:
+        return now() + timedelta(seconds=self.seconds)
+
+    def renew(self, engine: Engine) -> int:
+        """Extend the lease of every job this runner holds; returns how many."""
+        with DbSession(engine) as db, db.begin():
+            held = (Job.owner == self.owner) & (Job.status == "running")
+            return len(db.execute(update(Job).where(held).values(lease_until=self.until()).returning(Job.id), execution_options=QUIET).all())
+
+    def heartbeat(self, engine: Engine, stop: threading.Event) -> threading.Thread:
+        """A started thread that calls `renew` every third of the lease until `stop` is set (a beat
+        the database refuses, busy or unreachable, is retried at the next one)."""
+
+        def beat() -> None:
+            while not stop.wait(self.seconds / 3):
+                try:
+                    self.renew(engine)
+                except OperationalError as exc:
+                    log.warning("lease renewal of %s failed, retrying: %s", self.owner, exc)
+
+        thread = threading.Thread(target=beat, name="robocal-lease", daemon=True)
+        thread.start()
+        return thread
+
+    @contextmanager
+    def kept(self, engine: Engine) -> Iterator[Lease]:
+        """The lease kept by its `heartbeat` while the block runs."""
+        stop = threading.Event()
+        thread = self.heartbeat(engine, stop)
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+
+
+def claim_many(engine: Engine, limit: int, lease: Lease) -> list[tuple[int, int]]:
+    """Put the jobs whose lease expired back in the queue, then claim up to `limit` of the oldest
+    queued jobs for `lease`, in one transaction whose first statement writes (SQLite then holds its
+    write lock throughout): [(job id, session id)] by job id, empty when nothing is queued."""
     with DbSession(engine) as db, db.begin():
-        ids = list(db.scalars(select(Job.id).where(Job.status == "running")))
-        if ids:
-            db.execute(update(Job).where(Job.id.in_(ids)).values(status="queued", updated=now()))
-            db.add(AuditEntry(action="requeue", detail={"jobs": ids}))
-        return len(ids)
+        moment = now()
+        expired = (Job.status == "running") & or_(Job.lease_until.is_(None), Job.lease_until < moment)
+        requeued = db.scalars(
+            update(Job).where(expired).values(status="queued", lease_until=None, updated=moment).returning(Job.id), execution_options=QUIET
+        ).all()
+        if requeued:
+            db.add(AuditEntry(action="requeue", detail={"jobs": sorted(requeued), "by": lease.owner}))
+        oldest = select(Job.id).where(Job.status == "queued").order_by(Job.id).limit(limit).with_for_update(skip_locked=True)
+        values = {"status": "running", "attempts": Job.attempts + 1, "owner": lease.owner, "lease_until": lease.until(), "updated": moment}
+        claimed = db.execute(
+            update(Job).where(Job.id.in_(oldest.scalar_subquery())).values(**values).returning(Job.id, Job.session_id), execution_options=QUIET
+        )
+        return sorted((job_id, session_id) for job_id, session_id in claimed)
 
 
-def claim(engine: Engine) -> tuple[int, int] | None:
-    """The oldest queued job, marked running: (job id, session id), or None when the queue is empty."""
-    with DbSession(engine) as db, db.begin():
-        job = db.scalar(select(Job).where(Job.status == "queued").order_by(Job.id).limit(1).with_for_update(skip_locked=True))
-        if job is None:
-            return None
-        job.status, job.attempts, job.updated = "running", job.attempts + 1, now()
-        return job.id, job.session_id
-
-
-def claim_many(engine: Engine, limit: int) -> list[tuple[int, int]]:
-    """Up to `limit` of the oldest queued jobs, marked running in one transaction as `claim` marks one:
-    [(job id, session id)], empty when the queue is."""
-    with DbSession(engine) as db, db.begin():
-        jobs = list(db.scalars(select(Job).where(Job.status == "queued").order_by(Job.id).limit(limit).with_for_update(skip_locked=True)))
-        for job in jobs:
-            job.status, job.attempts, job.updated = "running", job.attempts + 1, now()
-        return [(job.id, job.session_id) for job in jobs]
-
-
-def finish(engine: Engine, job_id: int, result: Result | None, error: str | None = None) -> None:
-    """Store the job's result and mark it done (or failed with `error`), in one transaction."""
-    finish_many(engine, [(job_id, result, error)])
-
-
-def finish_many(engine: Engine, outcomes: list[tuple[int, Result | None, str | None]]) -> None:
-    """`finish` for several jobs, (job id, result, error) each, all in one transaction."""
+def finish_many(engine: Engine, lease: Lease, outcomes: list[tuple[int, Result | None, str | None]]) -> list[int]:
+    """Store each job's result and mark it done (or failed with its error), (job id, result, error)
+    each, all in one transaction; a job this runner no longer holds (its lease expired and another
+    runner took it over) is left to that runner, its result dropped. Returns the jobs finished."""
+    finished, lost = [], []
     with DbSession(engine) as db, db.begin():
         for job_id, result, error in outcomes:
-            job = db.get_one(Job, job_id)
+            status = "done" if error is None else "failed"
+            held = (Job.id == job_id) & (Job.owner == lease.owner) & (Job.status == "running")
+            changed = update(Job).where(held).values(status=status, error=error, lease_until=None, updated=now())
+            session_id = db.scalar(changed.returning(Job.session_id), execution_options=QUIET)
+            if session_id is None:
+                lost.append(job_id)
+                continue
             if result is not None:
                 db.add(result)
-            job.status, job.error, job.updated = ("done" if error is None else "failed"), error, now()
-            db.add(AuditEntry(action=job.status, detail={"job": job_id, "session": job.session_id, "error": error}))
+            db.add(AuditEntry(action=status, detail={"job": job_id, "session": session_id, "error": error}))
+            finished.append(job_id)
+        if lost:
+            db.add(AuditEntry(action="lease-lost", detail={"jobs": lost, "owner": lease.owner}))
+    return finished
 
 
 def counts(engine: Engine) -> dict[str, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -94,13 +94,20 @@ class SessionFile(Base):
 
 
 class Job(Base):
+    """One session's calibration. A runner that claims it (running) records itself as `owner` and holds
+    it until `lease_until`, renewed by its heartbeat; a running job whose lease expired (or has none:
+    claimed before leases existed) is its dead runner's and goes back to the queue (store.jobs)."""
+
     __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_status", "status"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"), unique=True)
     status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | done | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     updated: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    owner: Mapped[str | None] = mapped_column(String(100), nullable=True)  # the runner that claimed it last (host:pid:random)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # while running
 
 
 class Result(Base):
