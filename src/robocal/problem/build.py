@@ -152,8 +152,9 @@ class Problem:
                     f"'{name}' is not {'a sensor of ' + sensors_path.name if sensors else 'an actuated joint of ' + robot_path.name}",
                     field=f"joint_values.{name}",
                 )
+        modes = joint_modes(tree, config.parameters, path)  # its own errors name their field (parameters.joints.<pattern>)
         try:
-            return tree, RobotModel(tree, joint_modes(tree, config.parameters, path), fixed=[*config.parameters.fixed, *self.unidentifiable], sensors=sensors)
+            return tree, RobotModel(tree, modes, fixed=[*config.parameters.fixed, *self.unidentifiable], sensors=sensors)
         except RobocalError as exc:
             raise InputError(path, str(exc), field="parameters") from None
 
