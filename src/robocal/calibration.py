@@ -83,7 +83,7 @@ class Calibration:
         if task is None:
             return None
         # Parameters held at nominal count with their prior: the data did not make them nominal.
-        known = robot_uncertainty(self.problem, self.estimate, self.solution.covariance)
+        known = robot_uncertainty(self.problem, self.estimate, self.solution.covariance, self.solution.masks)
         jacobians = task.robot_jacobians(known.robot, known.theta)
         predicted = predicted_task_error(jacobians, known.covariance)
         # Mean squared whitened residual (prior terms included): about 1 when the sigmas are right

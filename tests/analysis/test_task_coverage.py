@@ -69,8 +69,8 @@ def coverage(folder, fixed: list[str]) -> np.ndarray:
     problem = load_problem(folder / "problem.yaml")  # loaded once: every unit has its structure, so one compiled solver
     block = problem.layout.blocks["robot"]
     # The whole model (held parameters included) with every parameter at its prior: the truth's distribution.
-    prior = robot_uncertainty(problem, problem.theta0, np.diag(1.0 / np.asarray(problem.map_problem.prior_sqrt_precision) ** 2))
-    truth, prior_sigma = prior.robot, np.sqrt(np.diag(prior.covariance))
+    whole = problem.unheld if fixed else problem
+    truth, prior_sigma = whole.robot, 1.0 / np.asarray(whole.map_problem.prior_sqrt_precision)[whole.layout.blocks["robot"]]
     q_test = uniform_cartesian_test_set(problem.robot, problem.theta0[block], (REFERENCE, *TIPS), 200, seed=3)
     rng = np.random.default_rng(2026)
     out = []
@@ -82,7 +82,7 @@ def coverage(folder, fixed: list[str]) -> np.ndarray:
         covariance, _ = laplace(fitted, theta, [np.ones(POSTURES)])
         assert converged
         realized = float(task_errors(problem.robot, theta[block], truth, theta_true, q_test, REFERENCE, TIPS).mean())
-        known = robot_uncertainty(problem, theta, covariance)
+        known = robot_uncertainty(problem, theta, covariance, data=fitted.data)
         inside = holds(task_jacobians(known.robot, known.theta, q_test, REFERENCE, TIPS), known.covariance, realized)
         jac = task_jacobians(problem.robot, theta[block], q_test, REFERENCE, TIPS)
         if fixed:

@@ -12,6 +12,19 @@ M = mean_m sum_f Jt_mf^T Jt_mf (`TaskMetric`), and the predicted mean error is t
 E|e| over e ~ N(0, S_mf), the figure the hand-calibration paper tabulates. E|e| has no closed
 form; it is averaged over a fixed set of standard normal draws (the same for every call).
 
+Parameters held at nominal (`parameters.fixed`, `select: identifiable`) are known only to their
+prior (Sigma_h), and where the measurements see them the fitted parameters absorb their deviation:
+linearized, the MAP estimate's error is e_f = C J_f^T J_h dh + (the posterior's own part) for a
+held deviation dh, with C the fitted parameters' posterior and J_f, J_h the whitened measurement
+Jacobians of the fitted and the held parameters, while e_h = -dh. With G = C J_f^T J_h, the
+covariance of the whole model's error (`robot_uncertainty`) is
+
+    [[C + G Sigma_h G^T, -G Sigma_h], [-G Sigma_h, Sigma_h]],
+
+so a task that moves the held parameters and the fitted ones that absorb them the same way sees
+their difference, not the sum of both (a held `*_j3.dy` that a fitted `*_j2` origin absorbs).
+Where the measurements do not see the held ones (G = 0) they add their prior alone.
+
 A calibration realizes one parameter error delta, so one mean task error over the test set,
 mean_mf |Jt_mf delta|; with delta ~ N(0, C) its central 95 % interval (`interval95`) is the
 prediction a realized figure is checked against (tests/analysis/test_task_coverage.py: how often
@@ -20,9 +33,8 @@ it falls inside over seeded simulated calibrations).
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,8 +43,8 @@ from robocal.analysis.task_error import task_jacobians
 from robocal.errors import RobocalError
 from robocal.kinematics.model import RobotModel
 from robocal.kinematics.tree import KinematicTree
-from robocal.parameters import ParameterLayout
 from robocal.simulation.testset import uniform_cartesian_test_set
+from robocal.solver.map import rows_and_jacobian
 
 DRAWS = 256  # standard normal draws for E|e|
 INTERVAL_DRAWS = 1000  # parameter-error draws for the interval of the test set's mean task error
@@ -97,8 +109,9 @@ class Task:
 @dataclass(frozen=True)
 class RobotUncertainty:
     """The robot's parameters with what is known of them after a calibration: `theta` (P,) the
-    estimate, held parameters at nominal; `covariance` (P, P) the posterior for the fitted ones,
-    the prior variance for the held ones (inf where a held one has no prior); `held` their names."""
+    estimate, held parameters at nominal; `covariance` (P, P) the covariance of the estimate's
+    error (module docstring: the fitted parameters' posterior, the held ones' prior, inf where a
+    held one has no prior, and the fitted ones' response to the held ones); `held` their names."""
 
     robot: RobotModel
     theta: np.ndarray
@@ -106,25 +119,35 @@ class RobotUncertainty:
     held: tuple[str, ...]
 
 
-def robot_uncertainty(problem, theta: np.ndarray, covariance: np.ndarray) -> RobotUncertainty:
-    """Every parameter of the problem's parameterization with its uncertainty: a parameter held
-    at nominal (parameters.fixed, select: identifiable) is not known to be nominal, it is known
-    to its prior, and a task it moves inherits that."""
+def robot_uncertainty(problem, theta: np.ndarray, covariance: np.ndarray, masks: list[np.ndarray] | None = None, data: list | None = None) -> RobotUncertainty:
+    """Every parameter of the problem's parameterization with the uncertainty of its estimate: a
+    parameter held at nominal (parameters.fixed, select: identifiable) is not known to be nominal,
+    it is known to its prior, and the fitted parameters that the data tie to it absorb its
+    deviation (module docstring). theta (p,) and covariance (p, p): the problem's estimate and
+    posterior; masks: the rows the fit kept (default all); data: the measurements' data the fit
+    used (default the problem's)."""
     block = problem.layout.blocks["robot"]
     if not (problem.unidentifiable or problem.config.parameters.fixed):
         return RobotUncertainty(problem.robot, theta[block], covariance[block, block], ())
-    fitted = [p.name for p in problem.robot.parameters]
-    robot = problem.unheld_robot
-    names = [p.name for p in robot.parameters]
-    at = [names.index(name) for name in fitted]
-    layout = ParameterLayout()
-    layout.add("robot", list(robot.parameters))
-    overrides = {k: v for k, v in problem.config.priors.overrides.items() if any(fnmatch.fnmatchcase(n, k) for n in names)}
-    layout.set_priors(problem.priors_by_kind(), overrides)
-    full_theta, full_cov = robot.nominal.copy(), np.diag([np.inf if p.prior_sigma is None else p.prior_sigma**2 for p in layout.parameters])
-    full_theta[at] = theta[block]
-    full_cov[np.ix_(at, at)] = covariance[block, block]
-    return RobotUncertainty(robot, full_theta, full_cov, tuple(n for n in names if n not in set(fitted)))
+    unheld = problem.unheld
+    names = unheld.layout.names
+    at = np.array([names.index(name) for name in problem.layout.names])
+    held = np.setdiff1d(np.arange(len(names)), at)
+    full_theta = unheld.theta0.copy()
+    full_theta[at] = theta
+    blocks, jac = rows_and_jacobian(replace(unheld.map_problem, data=data or unheld.map_problem.data), full_theta)
+    rows = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks or [np.ones(len(b)) for b in blocks])]) > 0
+    prior = np.asarray(unheld.map_problem.prior_sqrt_precision, dtype=float)[held] ** -2.0  # inf where no prior
+    known = np.isfinite(prior)
+    # The fitted parameters' error per unit of the held ones' deviation (the fit absorbs J_h dh): C J_f^T J_h.
+    response = np.where(np.isfinite(covariance), covariance, 0.0) @ jac[rows][:, at].T @ jac[rows][:, held[known]]
+    full_cov = np.zeros((len(names), len(names)))
+    full_cov[np.ix_(at, at)] = covariance + (response * prior[known]) @ response.T
+    full_cov[np.ix_(at, held[known])] = -response * prior[known]
+    full_cov[np.ix_(held[known], at)] = full_cov[np.ix_(at, held[known])].T
+    full_cov[held, held] = prior
+    robot = unheld.layout.blocks["robot"]
+    return RobotUncertainty(unheld.robot, full_theta[robot], full_cov[robot, robot], tuple(names[i] for i in held))
 
 
 def predicted_task_error(jacobians: np.ndarray, covariance: np.ndarray) -> dict[str, float | list[float] | None]:

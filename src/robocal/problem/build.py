@@ -122,13 +122,14 @@ class Problem:
         return {"translation": p.translation, "rotation": p.rotation, "joint_offset": p.joint_offset, "point": p.point, "drive": p.drive, "gain": p.gain}
 
     @cached_property
-    def unheld_robot(self) -> RobotModel:
-        """The robot with every parameter of the problem's parameterization: those held at nominal
+    def unheld(self) -> Problem:
+        """The problem with every parameter of its parameterization fitted: those held at nominal
         (parameters.fixed, select: identifiable) decide what is fitted, not what is uncertain.
-        Built once: its compiled kinematics serve every later call."""
+        Same data, frames as guessed here; built once, so its compiled rows serve every later call."""
         if self.tree is None or self.robot is None:
             raise RobocalError(f"{self.path}: the problem has no robot")
-        return RobotModel(self.tree, joint_modes(self.tree, self.config.parameters, self.path), sensors=self.robot.sensors)
+        config = self.config.model_copy(update={"parameters": self.config.parameters.model_copy(update={"fixed": []})})
+        return Problem(config, self.path, {name: frame.initial for name, frame in self.frames.items() if frame.initial is not None})
 
     def _load_robot(self) -> tuple[KinematicTree | None, RobotModel | None]:
         config, path = self.config, self.path
