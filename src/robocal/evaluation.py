@@ -126,19 +126,32 @@ def generalization_warnings(measurement: Measurement, training: dict, held_out: 
     return warnings
 
 
+def chosen_task(problem: Problem, reference: str | None = None, tips: Sequence[str] | None = None, n: int | None = None, seed: int | None = None) -> Task:
+    """The task of `evaluate --truth`, `design` and `analyze --within task`: the problem's `task:`
+    with each of `reference`, `tips`, `n` and `seed` given here in place of its own (other tips
+    also drop its reference); without a `task:`, `Task.default`'s (the end effectors, else the
+    leaf links; 1000 configurations, seed 0)."""
+    declared = problem.config.task
+    if declared is not None:
+        if tips is None:
+            tips, reference = declared.tips, reference or declared.reference
+        n, seed = declared.n if n is None else n, declared.seed if seed is None else seed
+    return Task.default(problem, reference, tips, **{k: v for k, v in (("n", n), ("seed", seed)) if v is not None})
+
+
 def evaluate_truth(
     problem_path: Path,
     result: Path,
     truth: Path,
     reference: str | None = None,
     tips: Sequence[str] | None = None,
-    n: int = 1000,
-    seed: int = 0,
+    n: int | None = None,
+    seed: int | None = None,
     force: bool = False,
     warn=None,
 ) -> dict:
-    """Task errors (m) of the nominal and the calibrated robot against a true robot file, for the
-    task `Task.default` makes of `reference` and `tips` (the one `task:` and `robocal design` use).
+    """Task errors (m) of the nominal and the calibrated robot against a true robot file, for
+    `chosen_task` (the problem's `task:` and these options over it).
 
     The test set is `uniform_cartesian_test_set` of the nominal robot over all tips (reference
     included); each model's errors are summarized over every configuration and tip. `force`,
@@ -146,13 +159,22 @@ def evaluate_truth(
     """
     problem, _, after = load_stored(problem_path, result, force, warn)
     robot, block = problem.robot, problem.layout.blocks["robot"]
-    task = Task.default(problem, reference, tips, n=n, seed=seed)
-    true_robot = RobotModel(load_robot(truth))
     if robot is None:
         raise RobocalError(f"{problem_path}: --truth compares robot models; the problem has no robot")
-    q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), n, seed)
+    task = chosen_task(problem, reference, tips, n, seed)
+    true_robot = RobotModel(load_robot(truth))
+    q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), task.n, task.seed)
     errors = {
         name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips))
         for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))
     }
-    return {"truth": str(truth), "result": str(result), "reference": task.reference, "tips": list(task.tips), "n": n, "seed": seed, "unit": "m", "task": errors}
+    return {
+        "truth": str(truth),
+        "result": str(result),
+        "reference": task.reference,
+        "tips": list(task.tips),
+        "n": task.n,
+        "seed": task.seed,
+        "unit": "m",
+        "task": errors,
+    }

@@ -8,6 +8,9 @@
   calibrated from noise-free fingertip markers without prior, then scored by the command line
   against the true hand (a URDF): the nominal task error is millimetres, the calibrated one
   round-off (every task-relevant combination is identified from exact data).
+- The problem's `task:` sets the test set of `evaluate --truth` and `design` (its n and seed,
+  each option given on the command line in its place): the figure equals the independent numpy
+  forward kinematics of tests/analysis/reference_hand.py on that test set.
 """
 
 from __future__ import annotations
@@ -81,6 +84,9 @@ def test_translated_finger_base(tree, q, moved, expected):
     np.testing.assert_allclose(e, np.tile(np.array(expected) * np.linalg.norm(t), (len(q), 1)), atol=1e-15)
 
 
+TASK_N, TASK_SEED = 40, 3  # the fixture problem's `task:`
+
+
 @pytest.fixture(scope="module")
 def calibration(hand_file, tree, tmp_path_factory) -> dict:
     """Thumb and fore DH parameters perturbed and calibrated from exact fingertip markers."""
@@ -94,9 +100,10 @@ def calibration(hand_file, tree, tmp_path_factory) -> dict:
     simulate_markers(folder / "train.csv", truth, theta_true, sample_configurations(tree, 40, seed=1), bodies)
     measurements = [{"type": "markers", "name": b.name, "data": "train.csv", "sigma": 1e-4, "link": b.link, "points": b.points()} for b in bodies]
     problem = {"robot": str(hand_file), "parameters": parameters, "priors": {"translation": None, "rotation": None}, "measurements": measurements}
+    problem["task"] = {"tips": list(TIPS), "reference": "thumb_tip", "n": TASK_N, "seed": TASK_SEED}
     (folder / "problem.yaml").write_text(yaml.safe_dump(problem, sort_keys=False))
     write_results(calibrate(load_problem(folder / "problem.yaml")), folder / "result")
-    return {"folder": folder}
+    return {"folder": folder, "truth": dict(zip([p.name for p in truth.parameters], theta_true))}
 
 
 def robocal(*args) -> subprocess.CompletedProcess:
@@ -109,7 +116,7 @@ def test_evaluate_truth_from_the_command_line(calibration):
     run = robocal("evaluate", folder / "problem.yaml", "--result", folder / "result", "--truth", folder / "true.urdf", "--n", 300, "--json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
-    assert (report["reference"], report["tips"], report["n"], report["unit"]) == ("thumb_tip", list(TIPS[1:]), 300, "m")
+    assert (report["reference"], report["tips"], report["n"], report["seed"], report["unit"]) == ("thumb_tip", list(TIPS[1:]), 300, TASK_SEED, "m")
     assert report["task"]["nominal"]["mean"] > 1e-3
     assert report["task"]["calibrated"]["mean"] < 1e-6
     assert report["task"]["calibrated"]["max"] < 1e-6
@@ -120,3 +127,48 @@ def test_evaluate_needs_exactly_one_of_data_and_truth(calibration):
     run = robocal("evaluate", folder / "problem.yaml", "--result", folder / "result", "--truth", folder / "true.urdf", "--data", folder / "train.csv")
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == ["error: give exactly one of --data (a data file) and --truth (the true robot)"]
+
+
+def reference_task_rms(hand_file, truth: dict[str, float], n: int, seed: int) -> float:
+    """RMS over the test set (n, seed) and the three tips of the nominal hand's task error against
+    the true one, by the numpy forward kinematics of reference_hand.py."""
+    from . import reference_hand as ref
+
+    hand = ref.ReferenceHand(hand_file, hand_file.parent / "dlr_hand_ii_geometry.yaml")
+    true_theta = np.array([truth.get(name, value) for name, value in zip(hand.names, hand.nominal)])
+    robot = RobotModel(load_dh(hand_file))
+    q = uniform_cartesian_test_set(robot, robot.nominal, TIPS, n, seed)
+    joints = dict(zip(robot.tree.actuated, q.T))
+
+    def relative(theta):
+        return np.stack([hand.tip(theta, tip.removesuffix("_tip"), joints) - hand.tip(theta, "thumb", joints) for tip in TIPS[1:]], axis=1)
+
+    return float(np.sqrt(np.mean(np.sum((relative(hand.nominal) - relative(true_theta)) ** 2, axis=-1))))
+
+
+def test_evaluate_truth_takes_n_and_seed_from_the_task(calibration, hand_file):
+    from robocal.evaluation import evaluate_truth
+
+    folder = calibration["folder"]
+    args = (folder / "problem.yaml", folder / "result", folder / "true.urdf")
+    declared, explicit = evaluate_truth(*args), evaluate_truth(*args, n=TASK_N, seed=TASK_SEED)
+    assert (declared["n"], declared["seed"], declared["reference"], declared["tips"]) == (TASK_N, TASK_SEED, "thumb_tip", list(TIPS[1:]))
+    assert declared["task"] == explicit["task"]
+    rms = declared["task"]["nominal"]["rms"]
+    assert rms == pytest.approx(reference_task_rms(hand_file, calibration["truth"], TASK_N, TASK_SEED), rel=1e-9)
+    old = reference_task_rms(hand_file, calibration["truth"], 1000, 0)  # the figure of the old defaults, n 1000 and seed 0
+    assert abs(old - rms) > 1e-3 * rms
+
+
+def test_design_takes_its_task_from_the_problem(calibration, tmp_path, monkeypatch, capsys):
+    from robocal import cli
+    from robocal.analysis.task_uncertainty import Task
+    from robocal.evaluation import chosen_task
+
+    problem = load_problem(calibration["folder"] / "problem.yaml")
+    assert chosen_task(problem) == Task("thumb_tip", TIPS[1:], TASK_N, TASK_SEED)
+    assert chosen_task(problem, n=50, seed=0) == Task("thumb_tip", TIPS[1:], 50, 0)
+    assert chosen_task(problem, tips=["fore_tip", "ring_tip"]) == Task("fore_tip", ("ring_tip",), TASK_N, TASK_SEED)  # other tips, their own reference
+    monkeypatch.setattr(sys, "argv", ["robocal", "design", str(calibration["folder"] / "problem.yaml"), "--n", "4", "--out", str(tmp_path / "design")])
+    cli.main()
+    assert f"task: fore_tip, middle_tip, ring_tip relative to thumb_tip, {TASK_N} test configurations (seed {TASK_SEED})" in capsys.readouterr().out

@@ -82,21 +82,24 @@ def design(
         Path | None, typer.Option("--result", help="output folder of `robocal calibrate`: evaluate the Jacobians at its estimate (default: nominal)")
     ] = None,
     reference: Annotated[
-        str | None, typer.Option("--reference", help="reference link of the task (default: the first tip; the root link with one tip)")
+        str | None, typer.Option("--reference", help="reference link of the task (default: the task's; else the first tip, the root link with one tip)")
     ] = None,
     tips: Annotated[
-        list[str] | None, typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the end effectors, else the leaf links)")
+        list[str] | None,
+        typer.Option("--tips", help="tip links of the task, repeated or comma-separated (default: the task's, else the end effectors, else the leaf links)"),
     ] = None,
-    n_test: Annotated[int, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the test set and of the random strategy")] = 0,
+    n_test: Annotated[
+        int | None, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set (default: the task's n, else 1000)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="seed of the test set and of the random strategy (default: the task's seed, else 0)")] = None,
 ) -> None:
     """Task D-optimal choice of calibration samples: writes selection.json and, per measurement,
-    its data file reduced to the chosen rows."""
+    its data file reduced to the chosen rows. The task: the problem's `task:` (its tips,
+    reference, n and seed), each option given here in its place."""
     import numpy as np
 
-    from robocal.analysis.task_uncertainty import Task
     from robocal.design import choose, design_criterion, write_selection
-    from robocal.evaluation import load_stored
+    from robocal.evaluation import chosen_task, load_stored
     from robocal.outputs import moved, preflight, staged
     from robocal.problem import load_problem
     from robocal.provenance import input_files
@@ -109,17 +112,17 @@ def design(
         else:
             loaded, _, theta = load_stored(problem, result)
     preflight(out_dir, input_files(loaded).values())
-    task = Task.default(loaded, reference, names(tips), n=n_test, seed=seed)
-    with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({n_test} test configurations)"):
+    task = chosen_task(loaded, reference, names(tips), n_test, seed)
+    with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({task.n} test configurations)"):
         criterion = design_criterion(loaded, np.asarray(theta), task)
     if n > criterion.n_candidates:
         raise RobocalError(f"--n {n}: the problem has only {criterion.n_candidates} candidate samples")
     with err.status(f"{strategy.value}: choosing {n} of {criterion.n_candidates}"):
-        chosen = choose(criterion, n, strategy.value, seed)
-        baseline = criterion.random(n, seed)
+        chosen = choose(criterion, n, strategy.value, task.seed)
+        baseline = criterion.random(n, task.seed)
     with staged(out_dir) as stage:
         files = moved(write_selection(loaded, chosen, stage), stage, out_dir)
-    out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {n_test} test configurations")
+    out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {task.n} test configurations (seed {task.seed})")
     out.print(
         f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)"
     )

@@ -131,12 +131,15 @@ def evaluate(
         str | None, typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")
     ] = None,
     truth: Annotated[Path | None, typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
-    reference: Annotated[str | None, typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the first tip)")] = None,
-    tips: Annotated[
-        list[str] | None, typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the end effectors, else the leaf links)")
+    reference: Annotated[
+        str | None, typer.Option("--reference", help="with --truth: reference tip of the task vectors (default: the task's, else the first tip)")
     ] = None,
-    n: Annotated[int | None, typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: 1000)")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="with --truth: seed of the test set (default: 0)")] = None,
+    tips: Annotated[
+        list[str] | None,
+        typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the task's, else the end effectors, else the leaf links)"),
+    ] = None,
+    n: Annotated[int | None, typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: the task's n, else 1000)")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="with --truth: seed of the test set (default: the task's seed, else 0)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON (SI units) for scripts, instead of tables in mm")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="with --data: also write the held-out page (verdict, table, warnings) to this new file")] = None,
@@ -166,8 +169,7 @@ def evaluate(
         if measurement is not None or html is not None:
             raise RobocalError(f"{'--measurement' if measurement is not None else '--html'}: only with --data")
         assert truth is not None  # exactly one of --data and --truth (checked above)
-        options = {k: v for k, v in (("n", n), ("seed", seed)) if v is not None}
-        report = evaluate_truth(problem, result, truth, reference, names(tips), **options, force=force, warn=warn)
+        report = evaluate_truth(problem, result, truth, reference, names(tips), n, seed, force=force, warn=warn)
     if html is not None:
         from robocal.report.evaluation import write_held_out_page
 
