@@ -95,7 +95,9 @@ def profile(sessions: Path, work: Path, units: int, cache: Path) -> None:
     phases = {
         "whole run": ("engine.py", "run"),
         "read sessions from the store (materialize_many)": ("sessions.py", "materialize_many"),
-        "load_problem (YAML, URDF, CSV)": ("build.py", "load_problem"),
+        "load the problems (load_session)": ("loading.py", "load_session"),
+        "  of which in full (load_problem: YAML, URDF, checks)": ("build.py", "load_problem"),
+        "  of which derived from a template (data read)": ("loading.py", "derive"),
         "structure_key": ("batch.py", "structure_key"),
         "vectorized fits (solve_batch)": ("map.py", "solve_batch"),
         "  of which Levenberg-Marquardt rounds": ("map.py", "_fit_batch"),

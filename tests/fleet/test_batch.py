@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 import yaml
@@ -134,3 +135,54 @@ def test_structure_key(fleet, tmp_path):
     assert changed["method"] is None
     assert len({changed["robot"], changed["rows"], changed["prior"], structure_key(units[0])}) == 4
     assert group(["a", None, "b", "a", None]) == [[0, 3], [1], [2], [4]]
+
+
+def test_derived_problem_equals_loaded(fleet, tmp_path):
+    """A session derived from the template of its non-data files (robocal.fleet.loading) is the
+    problem load_problem builds: same layout, data and source lines, the same calibration to the
+    last bit; a changed robot file makes a template of its own, and `select: identifiable` (chosen
+    on the data) is loaded in full."""
+    import hashlib
+
+    from robocal.fleet import loading
+    from robocal.provenance import input_files
+
+    folder, _ = fleet
+    sessions = sorted(folder.glob("UNIT-*"))
+
+    def files(session: Path) -> dict[str, str]:
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in session.iterdir()}
+
+    first, second = (loading.load_session(s / "problem.yaml", files(s)) for s in sessions[:2])
+    assert loading.derivable(first) and len(loading._templates) >= 1
+    template = next(t for t in loading._templates.values() if t.tree.source.read_bytes() == (sessions[0] / "robot.urdf").read_bytes())
+    assert second.tree is template.tree and second.layout is template.layout and second.path == sessions[1] / "problem.yaml"
+    loaded = load_problem(sessions[1] / "problem.yaml")
+    assert second.layout.names == loaded.layout.names
+    np.testing.assert_array_equal(second.layout.prior_precision_sqrt(), loaded.layout.prior_precision_sqrt())
+    for mine, theirs in zip(second.measurements, loaded.measurements, strict=True):
+        assert mine.ctx.problem_path == theirs.ctx.problem_path
+        np.testing.assert_array_equal(mine.lines, theirs.lines)
+        for a, b in zip(jax.tree.leaves(mine.data), jax.tree.leaves(theirs.data), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(second.measurements[0].data.q, first.measurements[0].data.q)  # its own data, not the template's
+    a, b = calibrate(second), calibrate(loaded)
+    np.testing.assert_array_equal(a.estimate, b.estimate)
+    np.testing.assert_array_equal(a.solution.std, b.solution.std)
+    assert input_files(second) == input_files(loaded)  # report.json's inputs: the unit's own files
+    bent = tmp_path / "bent"
+    bent.mkdir()
+    for f in sessions[2].iterdir():
+        (bent / f.name).write_bytes(f.read_bytes())
+    (bent / "robot.urdf").write_text((bent / "robot.urdf").read_text().replace("0.", "0.0", 1))
+    count = len(loading._templates)
+    bent_problem = loading.load_session(bent / "problem.yaml", files(bent))
+    assert len(loading._templates) == count + 1 and bent_problem.tree is not template.tree
+    select = tmp_path / "select"
+    select.mkdir()
+    for f in sessions[3].iterdir():
+        (select / f.name).write_bytes(f.read_bytes())
+    (select / "problem.yaml").write_text((select / "problem.yaml").read_text().replace("parameters:\n", "parameters:\n  select: identifiable\n"))
+    for _ in range(2):
+        assert not loading.derivable(loading.load_session(select / "problem.yaml", files(select)))
+    assert len(loading._templates) == count + 1

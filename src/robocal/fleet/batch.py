@@ -41,9 +41,21 @@ def _data_paths(problem: Problem) -> list[Path]:
 def structure_key(problem: Problem) -> str | None:
     """A digest of everything in `problem` but its measurement data (module doc); None where the
     problem is not solved in batches (a method other than `map`, or a measurement with a closed
-    form, which `calibrate` handles on its own)."""
+    form, which `calibrate` handles on its own). All but the data's shapes is digested once per
+    problem object and kept with it, so the problems derived from one template
+    (robocal.fleet.loading, which copies it) share that part."""
     if problem.config.solver.method != "map" or any(m.closed_form(problem.theta0) is not None for m in problem.measurements):
         return None
+    if "_static_key" not in problem.__dict__:
+        problem.__dict__["_static_key"] = _static_key(problem)
+    digest = hashlib.sha256(problem.__dict__["_static_key"].encode())
+    leaves, tree = jax.tree.flatten([m.data for m in problem.measurements])
+    digest.update(str(tree).encode() + str([(np.shape(x), np.asarray(x).dtype.str) for x in leaves]).encode())
+    return digest.hexdigest()
+
+
+def _static_key(problem: Problem) -> str:
+    """`structure_key` but for the data's shapes."""
     digest = hashlib.sha256()
     folder, data = problem.path.parent.resolve(), _data_paths(problem)
     files = [p for p in sorted(folder.rglob("*")) if p.is_file() and not any(p.resolve() == d or d in p.resolve().parents for d in data)]
@@ -55,8 +67,6 @@ def structure_key(problem: Problem) -> str | None:
     digest.update("\0".join(problem.unidentifiable).encode())
     for name, frame in sorted(problem.frames.items()):
         digest.update(name.encode() + np.asarray(frame.initial, float).tobytes())
-    leaves, tree = jax.tree.flatten([m.data for m in problem.measurements])
-    digest.update(str(tree).encode() + str([(np.shape(x), np.asarray(x).dtype.str) for x in leaves]).encode())
     return digest.hexdigest()
 
 

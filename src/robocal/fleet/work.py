@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session as DbSession
 
 from robocal.errors import RobocalError
-from robocal.fleet.criteria import CRITERIA, judge, load_criteria
+from robocal.fleet.criteria import CRITERIA, Criteria, judge, load_criteria
 from robocal.fleet.store.models import Result
 from robocal.fleet.store.sessions import materialize, materialize_many
 
@@ -25,10 +25,10 @@ Work = Callable[[Engine, int], Result]
 Outcome = tuple[int, dict | None, str | None]  # session id, the result's columns (COLUMNS), error
 
 
-def result_row(session_id: int, cal, folder: Path) -> Result:
+def result_row(session_id: int, cal, folder: Path, criteria: Criteria | None = None) -> Result:
     """The result row (not yet added) of a calibration of the session materialized in `folder`
     (its problem file and criteria.yaml there): report.json and the calibrated URDF as
-    `write_results` writes them, and the verdict against the session's criteria."""
+    `write_results` writes them, and the verdict against the session's `criteria` (default: its criteria.yaml)."""
     from robocal.results import write_results
 
     out = folder.parent / f"{folder.name}-out"
@@ -37,7 +37,7 @@ def result_row(session_id: int, cal, folder: Path) -> Result:
     urdf = out / "calibrated.urdf"
     kinds = {p.name: p.kind for p in cal.problem.layout.parameters}
     report = (out / "report.json").read_text()
-    verdict = judge(json.loads(report), kinds, load_criteria(folder / CRITERIA))  # the report as written, not computed twice
+    verdict = judge(json.loads(report), kinds, criteria or load_criteria(folder / CRITERIA))  # the report as written, not computed twice
     return Result(
         session_id=session_id,
         parameters=cal.parameters(),
@@ -77,17 +77,27 @@ def run_chunk(engine: Engine, session_ids: list[int], work: Work | None) -> list
     return outcomes
 
 
-TEMPLATES = 16  # structures whose compiled functions a process keeps
 _templates: OrderedDict[str, object] = OrderedDict()  # structure key -> template Problem, most recent last
+_criteria: OrderedDict[str, Criteria] = OrderedDict()  # SHA-256 of a criteria file -> its criteria
 
 
 def _template(key: str, problem):
     """The process's template of `key`'s structure (`problem` becomes it where there is none)."""
-    template = _templates.setdefault(key, problem)
-    _templates.move_to_end(key)
-    while len(_templates) > TEMPLATES:
-        _templates.popitem(last=False)
-    return template
+    from robocal.fleet.loading import keep
+
+    return keep(_templates, key, _templates.get(key, problem))
+
+
+def session_criteria(folder: Path, files: dict[str, str]) -> Criteria:
+    """The criteria of the session materialized in `folder` (`files`: its files' SHA-256), each
+    criteria file read once per process."""
+    from robocal.fleet.loading import keep
+
+    digest = files.get(CRITERIA)
+    if digest is None:
+        return load_criteria(folder / CRITERIA)
+    known = _criteria.get(digest)
+    return keep(_criteria, digest, known if known is not None else load_criteria(folder / CRITERIA))
 
 
 def _calibrations(problems: list, key: str | None) -> list:
@@ -116,7 +126,7 @@ def _calibrations(problems: list, key: str | None) -> list:
 def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
     """The outcome of each session, its problems calibrated in groups of one structure."""
     from robocal.fleet.batch import group, structure_key
-    from robocal.problem import load_problem
+    from robocal.fleet.loading import load_session
 
     outcomes: dict[int, Outcome] = {}
     with tempfile.TemporaryDirectory(prefix="robocal-fleet-") as tmp:
@@ -125,7 +135,7 @@ def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
             files = materialize_many(db, session_ids, Path(tmp))
         for session_id in session_ids:
             try:
-                problem = load_problem(files[session_id])
+                problem = load_session(*files[session_id])
                 keys.append(structure_key(problem))
                 problems[session_id] = problem
             except RobocalError as exc:
@@ -137,7 +147,9 @@ def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
                 try:
                     if isinstance(cal, RobocalError):
                         raise cal
-                    outcomes[session_id] = (session_id, columns(result_row(session_id, cal, problems[session_id].path.parent)), None)
+                    folder = problems[session_id].path.parent
+                    row = result_row(session_id, cal, folder, session_criteria(folder, files[session_id][1]))
+                    outcomes[session_id] = (session_id, columns(row), None)
                 except RobocalError as exc:
                     outcomes[session_id] = (session_id, None, str(exc))
     return [outcomes[i] for i in session_ids]

@@ -106,23 +106,24 @@ def finish_many(engine: Engine, lease: Lease, outcomes: list[tuple[int, Result |
     """Store each job's result and mark it done (or failed with its error), (job id, result, error)
     each, all in one transaction; a job this runner no longer holds (its lease expired and another
     runner took it over) is left to that runner, its result dropped. Returns the jobs finished."""
-    finished, lost = [], []
     with DbSession(engine) as db, db.begin():
+        moment, held = now(), (Job.owner == lease.owner) & (Job.status == "running")
+        done = [job_id for job_id, _, error in outcomes if error is None]
+        ended = update(Job).values(status="done", error=None, lease_until=None, updated=moment).where(held & Job.id.in_(done)).returning(Job.id, Job.session_id)
+        sessions = dict(db.execute(ended, execution_options=QUIET).all()) if done else {}
+        for job_id, _, error in outcomes:
+            if error is not None:
+                failed = update(Job).values(status="failed", error=error, lease_until=None, updated=moment).where(held & (Job.id == job_id))
+                sessions.update(db.execute(failed.returning(Job.id, Job.session_id), execution_options=QUIET).all())
         for job_id, result, error in outcomes:
-            status = "done" if error is None else "failed"
-            held = (Job.id == job_id) & (Job.owner == lease.owner) & (Job.status == "running")
-            changed = update(Job).where(held).values(status=status, error=error, lease_until=None, updated=now())
-            session_id = db.scalar(changed.returning(Job.session_id), execution_options=QUIET)
-            if session_id is None:
-                lost.append(job_id)
-                continue
-            if result is not None:
-                db.add(result)
-            db.add(AuditEntry(action=status, detail={"job": job_id, "session": session_id, "error": error}))
-            finished.append(job_id)
+            if job_id in sessions:
+                if result is not None:
+                    db.add(result)
+                db.add(AuditEntry(action="done" if error is None else "failed", detail={"job": job_id, "session": sessions[job_id], "error": error}))
+        lost = [job_id for job_id, _, _ in outcomes if job_id not in sessions]
         if lost:
             db.add(AuditEntry(action="lease-lost", detail={"jobs": lost, "owner": lease.owner}))
-    return finished
+    return [job_id for job_id, _, _ in outcomes if job_id in sessions]
 
 
 def counts(engine: Engine) -> dict[str, int]:

@@ -91,12 +91,15 @@ def materialize(db: DbSession, session_id: int, folder: Path) -> Path:
     return folder / db.get_one(Session, session_id).problem
 
 
-def materialize_many(db: DbSession, session_ids: list[int], folder: Path) -> dict[int, Path]:
-    """`materialize` of several sessions in one query, each under folder/ID; session id -> problem file."""
-    query = select(SessionFile.session_id, SessionFile.path, Blob.content).join(Blob, Blob.sha256 == SessionFile.sha256)
-    for session_id, path, content in db.execute(query.where(SessionFile.session_id.in_(session_ids))):
+def materialize_many(db: DbSession, session_ids: list[int], folder: Path) -> dict[int, tuple[Path, dict[str, str]]]:
+    """`materialize` of several sessions in one query, each under folder/ID; session id -> (problem
+    file, {relative path: SHA-256} of every file of the session)."""
+    query = select(SessionFile.session_id, SessionFile.path, SessionFile.sha256, Blob.content).join(Blob, Blob.sha256 == SessionFile.sha256)
+    hashes: dict[int, dict[str, str]] = {session_id: {} for session_id in session_ids}
+    for session_id, path, digest, content in db.execute(query.where(SessionFile.session_id.in_(session_ids))):
         target = folder / str(session_id) / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
+        hashes[session_id][path] = digest
     problems = {i: problem for i, problem in db.execute(select(Session.id, Session.problem).where(Session.id.in_(session_ids)))}
-    return {session_id: folder / str(session_id) / problems[session_id] for session_id in session_ids}
+    return {session_id: (folder / str(session_id) / problems[session_id], hashes[session_id]) for session_id in session_ids}
