@@ -19,7 +19,11 @@ For the kept measurements together, and for each alone, the rank and kernel of J
 (`robocal.analysis.identifiability`), the Schroer-scaled condition number and the observability
 indices O1-O5 (`robocal.analysis.observability`) over the identifiable directions; optionally the
 inclusion kernel(A) in kernel(B) of two measurements (e.g. contact in task: the contact data can
-then identify everything that matters for the task).
+then identify everything that matters for the task). Where no measurement is named `task`, that
+name in the inclusion test is the problem's task, which needs no data: its `task:` (else the
+default task; `robocal.evaluation.chosen_task`), the vectors between its tips over its uniform
+Cartesian test set, kept in a mode as a `task` measurement's are, analyzed beside the
+measurements (and not part of their combined result).
 """
 
 from __future__ import annotations
@@ -38,9 +42,14 @@ from robocal.analysis.identifiability import (
     kernel_inclusion,
 )
 from robocal.analysis.observability import observability
+from robocal.analysis.task_uncertainty import Task
 from robocal.errors import RobocalError
+from robocal.evaluation import chosen_task
 from robocal.measurements.base import Measurement
+from robocal.measurements.task import relative_rows_in_mode
 from robocal.problem import Problem
+
+TASK = "task"  # --kernel-of / --within: the problem's task, where no measurement has this name
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,33 @@ def measurement_jacobians(problem: Problem, theta: np.ndarray | None = None) -> 
     jac = problem.unweighted_jacobian(theta)
     sizes = [m.n * len(m.row_sigmas()) for m in problem.measurements]
     return np.split(jac, np.cumsum(sizes)[:-1])
+
+
+@dataclass(frozen=True)
+class TaskRows:
+    """The problem's task as rows: its Jacobian (configurations, 3 * tips, all parameters) on its
+    test set, each configuration's rows the vectors from the reference to each tip."""
+
+    task: Task
+    blocks: np.ndarray
+
+    @property
+    def description(self) -> str:
+        return f"{', '.join(self.task.tips)} relative to {self.task.reference}, {self.task.n} configurations (seed {self.task.seed})"
+
+
+def task_rows(problem: Problem, theta: np.ndarray | None = None) -> TaskRows:
+    """The problem's task (`chosen_task`) at theta (default nominal)."""
+    if problem.tree is None:
+        raise RobocalError(f"{problem.path}: the task ('{TASK}' in --kernel-of / --within) needs a robot")
+    task = chosen_task(problem)
+    jac = task.jacobians(problem, problem.theta0 if theta is None else np.asarray(theta, dtype=float))
+    return TaskRows(task, jac.reshape(jac.shape[0], -1, jac.shape[-1]))
+
+
+def uses_task(problem: Problem, kernel_of: str | None, within: str | None) -> bool:
+    """Whether the inclusion test names the problem's task rather than a measurement."""
+    return TASK in (kernel_of, within) and TASK not in [m.name for m in problem.measurements]
 
 
 def mode_rows(measurement: Measurement, jacobian: np.ndarray, belongs) -> MeasurementRows:
@@ -97,6 +133,8 @@ class ModeAnalysis:
     combined: Result  # all kept measurements together
     measurements: list[Result]
     inclusion: dict | None = field(default=None)
+    task: Result | None = None  # the problem's task, where the inclusion test names it (TASK)
+    task_description: str | None = None
 
     @property
     def label(self) -> str:
@@ -115,6 +153,7 @@ class ModeAnalysis:
             "parameters": self.parameters,
             "measurements": [r.to_dict() for r in self.measurements],
             "inclusion": self.inclusion,
+            "task": None if self.task is None else {**self.task.to_dict(), "description": self.task_description},
         }
 
 
@@ -122,13 +161,16 @@ def check_options(problem: Problem, links, measurements, kernel_of, within) -> l
     """The measurement names to analyze; RobocalError on unknown names or links."""
     names = [m.name for m in problem.measurements]
     chosen = list(measurements) if measurements else names
-    for name in [*chosen, *(n for n in (kernel_of, within) if n is not None)]:
+    task = [TASK] if uses_task(problem, kernel_of, within) else []
+    for name in [*chosen, *(n for n in (kernel_of, within) if n is not None and n not in task)]:
         if name not in names:
-            raise RobocalError(f"{problem.path}: no measurement named '{name}' (have {', '.join(names)})")
+            raise RobocalError(
+                f"{problem.path}: no measurement named '{name}' (have {', '.join(names)}; '{TASK}' in --kernel-of / --within: the problem's task)"
+            )
     if (kernel_of is None) != (within is None):
         raise RobocalError("the kernel inclusion test needs both --kernel-of and --within")
     for name in (kernel_of, within):
-        if name is not None and name not in chosen:
+        if name is not None and name not in chosen + task:
             raise RobocalError(f"--kernel-of / --within: '{name}' is not among the analyzed measurements ({', '.join(chosen)})")
     tree = problem.tree
     for link in links or ():
@@ -148,12 +190,15 @@ def analyze_mode(
     within: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     tolerance: float = DEFAULT_INCLUSION_TOLERANCE,
+    task: TaskRows | None = None,
 ) -> ModeAnalysis:
     """One mode of `robocal analyze` (module docstring). `jacobians`: `measurement_jacobians(problem)`;
     `measurements`: names to use (default all); `kernel_of`/`within`: the inclusion test
-    kernel(kernel_of) in kernel(within), both measurement names."""
+    kernel(kernel_of) in kernel(within), measurement names or TASK; `task`: `task_rows(problem)`
+    at the jacobians' parameters (computed at nominal if the test names the task and none is given)."""
     names = [m.name for m in problem.measurements]
     chosen = check_options(problem, links, measurements, kernel_of, within)
+    task = (task or task_rows(problem)) if uses_task(problem, kernel_of, within) else None
     tree, robot, robot_block = problem.tree, problem.robot, problem.layout.blocks["robot"]
     if links:
         if tree is None or robot is None:
@@ -170,7 +215,7 @@ def analyze_mode(
     if not kept:
         raise RobocalError(f"{problem.path}: no rows of {', '.join(chosen)} on {where}")
     for name in (kernel_of, within):
-        if name is not None and name not in [r.measurement.name for r in kept]:
+        if name is not None and name not in [r.measurement.name for r in kept] + ([TASK] if task else []):
             raise RobocalError(f"{problem.path}: measurement '{name}' has no rows on {where}")
     stacked = np.concatenate([r.jacobian for r in kept])
     others = np.setdiff1d(np.flatnonzero(np.any(stacked != 0, axis=0)), np.arange(robot_block.start, robot_block.stop))
@@ -181,12 +226,19 @@ def analyze_mode(
     points = [g + offset for r, offset in zip(kept, offsets) for g in r.points]
     combined = _result("all", "combined", stacked[:, columns], points, parameters, threshold)
     results = [_result(r.measurement.name, r.measurement.type_name, r.jacobian[:, columns], r.points, parameters, threshold) for r in kept]
+    task_result = None
+    if task is not None:
+        rows, task_points = relative_rows_in_mode(task.blocks, (task.task.reference, *task.task.tips), belongs)
+        if not len(rows):
+            raise RobocalError(f"{problem.path}: the task ({task.description}) has fewer than two of its links on {where}")
+        task_result = _result(TASK, "task", rows[:, columns], task_points, parameters, threshold)
     inclusion = None
     if kernel_of is not None and within is not None:  # both or neither (check_options)
-        by_name = {r.name: r for r in results}
+        by_name = {r.name: r for r in results} | ({TASK: task_result} if task_result else {})
         test: Inclusion = kernel_inclusion(by_name[kernel_of].identifiability, by_name[within].identifiability, tolerance)
         inclusion = {"kernel_of": kernel_of, "within": within, **test.to_dict()}
-    return ModeAnalysis(tuple(links) if links else None, parameters, combined, results, inclusion)
+    description = None if task is None else task.description
+    return ModeAnalysis(tuple(links) if links else None, parameters, combined, results, inclusion, task_result, description)
 
 
 def analyze(
@@ -204,7 +256,8 @@ def analyze(
     for links in modes:
         check_options(problem, links, measurements, kernel_of, within)
     jacobians = measurement_jacobians(problem, theta)
-    return [analyze_mode(problem, jacobians, links, measurements, kernel_of, within, threshold, tolerance) for links in modes]
+    task = task_rows(problem, theta) if uses_task(problem, kernel_of, within) else None
+    return [analyze_mode(problem, jacobians, links, measurements, kernel_of, within, threshold, tolerance, task) for links in modes]
 
 
 def print_modes(modes: Sequence[ModeAnalysis], console, where: str = "nominal parameters") -> None:
@@ -215,7 +268,7 @@ def print_modes(modes: Sequence[ModeAnalysis], console, where: str = "nominal pa
 
     for mode in modes:
         threshold = mode.combined.identifiability.threshold
-        results = mode.measurements + ([mode.combined] if len(mode.measurements) > 1 else [])
+        results = mode.measurements + ([mode.combined] if len(mode.measurements) > 1 else []) + ([mode.task] if mode.task else [])
         ranks = Table(title=f"{escape(mode.label)}: {len(mode.parameters)} parameters at {where}; identifiable: eigenvalue of J^T J (SI) > {threshold:g}")
         for column in ("measurement", "rows", "identifiable", "kernel", "smallest kept", "largest dropped"):
             ranks.add_column(column, justify="left" if column == "measurement" else "right")
@@ -231,6 +284,8 @@ def print_modes(modes: Sequence[ModeAnalysis], console, where: str = "nominal pa
             quality.add_row(escape(r.name), f"{q['scaled_condition_number']:.4g}", *(f"{q['observability'][f'O{k}']:.3g}" for k in range(1, 6)))
         console.print(ranks)
         console.print(quality)
+        if mode.task_description:
+            console.print(f"task: the problem's task, no data: {escape(mode.task_description)}", highlight=False)
         for r in results:
             if r.identifiability.kernel:
                 console.print(f"kernel of {escape(r.name)} ({len(r.identifiability.kernel)} directions):", highlight=False)

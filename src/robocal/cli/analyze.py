@@ -27,7 +27,13 @@ def analyze(
             "--links", help="a mode: comma-separated links (e.g. two fingertips); only their rows and the parameters that move them. Repeat for several modes"
         ),
     ] = None,
-    kernel_of: Annotated[str | None, typer.Option("--kernel-of", help="with --within: test kernel(this measurement) in kernel(that one)")] = None,
+    kernel_of: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel-of",
+            help="with --within: test kernel(this measurement) in kernel(that one); 'task' (where no measurement has that name): the problem's task: its tips over its sampled test set, no data",
+        ),
+    ] = None,
     within: Annotated[str | None, typer.Option("--within", help="see --kernel-of")] = None,
     threshold: Annotated[float, typer.Option("--threshold", min=0.0, help="identifiable: eigenvalue of the unweighted J^T J (SI units) above this")] = 1e-6,
     plot: Annotated[Path | None, typer.Option("--plot", help="write the ordered eigenvalue spectra (every measurement and mode) to this image file")] = None,

@@ -38,6 +38,20 @@ def task_vectors(poses, links_count: int):
     return positions[:, 1 : links_count + 1] - positions[:, :1]
 
 
+def relative_rows_in_mode(blocks: np.ndarray, tips: tuple[str, ...], belongs) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Of rows (n, 3 * (len(tips) - 1), p) of the vectors from tips[0] to each other tip: the
+    vectors between the tips that belong to the mode, re-referenced to tips[0] if it belongs, else
+    to the first tip that does (p_l - p_b = (p_l - p_r) - (p_b - p_r), a linear map of the rows);
+    none with fewer than two tips (`Measurement.rows_in_mode`)."""
+    n, _, p = blocks.shape
+    inside = [i for i, tip in enumerate(tips) if belongs(tip)]
+    if len(inside) < 2:
+        return np.zeros((0, p)), []
+    relative = np.concatenate([np.zeros((n, 3, p)), blocks], axis=1).reshape(n, len(tips), 3, p)  # tip i minus the reference
+    rows = (relative[:, inside[1:]] - relative[:, inside[:1]]).reshape(-1, p)
+    return rows, point_groups(n, 3 * (len(inside) - 1), [np.arange(3 * j, 3 * j + 3) for j in range(len(inside) - 1)])
+
+
 @data_container
 class TaskData(JointRows):
     """q (n, n_inputs); relative (n, k, 3): each of the k links' measured position relative to
@@ -77,17 +91,7 @@ class TaskMeasurement(Measurement):
         return ((self.predict(theta, data) - data.relative) / self.config.sigma).reshape(n, -1)
 
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
-        """The vectors between the tips that belong to the mode, re-referenced to the reference
-        tip if it belongs, else to the first tip that does (p_l - p_b = (p_l - p_r) - (p_b - p_r),
-        a linear map of the rows); none with fewer than two tips."""
-        n, _, p = blocks.shape
-        tips = [self.config.reference, *self.config.links]
-        inside = [i for i, tip in enumerate(tips) if belongs(tip)]
-        if len(inside) < 2:
-            return np.zeros((0, p)), []
-        relative = np.concatenate([np.zeros((n, 3, p)), blocks], axis=1).reshape(n, len(tips), 3, p)  # tip i minus the reference
-        rows = (relative[:, inside[1:]] - relative[:, inside[:1]]).reshape(-1, p)
-        return rows, point_groups(n, 3 * (len(inside) - 1), [np.arange(3 * j, 3 * j + 3) for j in range(len(inside) - 1)])
+        return relative_rows_in_mode(blocks, (self.config.reference, *self.config.links), belongs)
 
     def row_sigmas(self) -> np.ndarray:
         return np.full(3 * len(self.config.links), self.config.sigma)
