@@ -141,5 +141,6 @@ if __name__ == "__main__":
             for name, at in (("raw", 0), ("modulo the gauge", 3)):
                 print(
                     f"{model:12s} {name:16s}: inside {int(r[:, at + 1].sum())} of {len(r)}, realized mean {r[:, at].mean() * 1e3:.4f} mm, "
-                    f"realized / predicted mean: median {np.median(r[:, at + 2]):.2f}, range {r[:, at + 2].min():.2f}-{r[:, at + 2].max():.2f}"
+                    f"realized / predicted mean: median {np.median(r[:, at + 2]):.2f}, range {r[:, at + 2].min():.2f}-{r[:, at + 2].max():.2f}, "
+                    f"within 2x {int(np.sum((r[:, at + 2] >= 0.5) & (r[:, at + 2] <= 2.0)))}"
                 )
