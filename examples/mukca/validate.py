@@ -34,7 +34,7 @@ def validate(problem_path: Path) -> dict:
 
 
 def row(result: dict) -> str:
-    train = result["training"]["measurements"][0]
+    train = result["training"][0]["measurements"][0]
     held_out = ", ".join(f"{Path(e['data']).name} {100 * e['measurements'][0]['removed']:.1f} %" for e in result["evaluations"])
     warnings = ", ".join(w["kind"] for w in result["warnings"]) or "none"
     return (

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import spearmanr
 
 from robocal.analysis.task_error import task_errors
 from robocal.analysis.task_uncertainty import Task
-from robocal.analysis.verdict import held_out_verdict
+from robocal.analysis.verdict import Verdict, held_out_verdict
 from robocal.calibration import measurement_metrics
 from robocal.errors import RobocalError
 from robocal.kinematics.load import load_robot
@@ -35,31 +36,75 @@ def load_stored(problem_path: Path, result: Path, force: bool = False, warn=None
     return problem, before, after
 
 
+def held_out_files(problem: Problem, data: Sequence[Path], measurement: str | None = None) -> list[tuple[Measurement, Path, Any]]:
+    """(measurement, file, its data) for each --data file and each measurement that reads it.
+
+    `NAME=FILE` gives the file to measurement NAME; with `measurement`, every other file goes to
+    that one; else a file goes to every measurement that can read it (its columns, or a placement
+    folder), which must all have been trained on one file (several marker bodies in one CSV).
+    A file that none reads, or that measurements trained on different files all read, is an error."""
+    by_name = {m.name: m for m in problem.measurements}
+    names = ", ".join(by_name)
+    if measurement is not None and measurement not in by_name:
+        raise RobocalError(f"{problem.path}: no measurement named '{measurement}' (have {names})")
+    found: list[tuple[Measurement, Path, Any]] = []
+    for given in data:
+        name, sep, rest = str(given).partition("=")
+        chosen = [by_name[name]] if sep and name in by_name else [by_name[measurement]] if measurement is not None else problem.measurements
+        path = Path(rest) if sep and name in by_name else Path(given)
+        read, failed = [], []
+        for m in chosen:
+            try:
+                read.append((m, path, m.load(path)[0]))
+            except RobocalError as error:
+                failed.append((m.name, error))
+        if not read:
+            if len({str(error) for _, error in failed}) == 1:
+                raise failed[0][1]
+            raise RobocalError(f"--data {path}: no measurement of {problem.path} reads it (" + "; ".join(f"{n}: {e}" for n, e in failed) + ")")
+        trained = {str(m.ctx.resolve(m.config.data)) for m, _, _ in read}
+        if len(trained) > 1:
+            readers = ", ".join(m.name for m, _, _ in read)
+            raise RobocalError(
+                f"--data {path}: measurements {readers}, trained on different files ({', '.join(sorted(trained))}), can all read it; "
+                f"say which with --data NAME={path}"
+            )
+        found += read
+    return found
+
+
 def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measurement: str | None = None, force: bool = False, warn=None) -> dict:
-    """Before/after figures of a stored calibration on other data files (or placement folders)
-    of one of its measurements, beside the training data's, with generalization warnings and the
-    verdict on them (robocal.analysis.verdict.held_out_verdict). `force`, `warn`: as `load_stored`."""
+    """Before/after figures of a stored calibration on other data files (or placement folders),
+    for every measurement that reads one of them (`held_out_files`), beside its training data's,
+    with its generalization warnings and the verdict on them all (held_out_verdict per
+    measurement). `training` and `evaluations` list the files, each with the figures of every
+    measurement evaluated on it. `force`, `warn`: as `load_stored`."""
     problem, before, after = load_stored(problem_path, result, force, warn)
-    names = [m.name for m in problem.measurements]
-    if measurement is None:
-        if len(names) != 1:
-            raise RobocalError(f"{problem_path}: several measurements ({', '.join(names)}); choose one with --measurement")
-        measurement = names[0]
-    if measurement not in names:
-        raise RobocalError(f"{problem_path}: no measurement named '{measurement}' (have {', '.join(names)})")
-    m = problem.measurements[names.index(measurement)]
-    trained_at = location(m, m.data, after)
+    files = held_out_files(problem, data, measurement)
+    training: dict[str, list[dict]] = {}
+    evaluations: dict[str, list[dict]] = {}
+    warnings: list[dict] = []
+    findings: list = []
+    for m in [m for m in problem.measurements if any(m is found for found, _, _ in files)]:
+        trained_at = location(m, m.data, after)
+        own_training = held_out_entry(m, m.ctx.resolve(m.config.data), m.data, before, after, trained_at)
+        held_out = [held_out_entry(m, path, values, before, after, trained_at) for found, path, values in files if found is m]
+        own_warnings = [{**w, "measurement": m.name} for w in generalization_warnings(m, own_training, held_out)]
+        findings += held_out_verdict(m.headline, held_out, own_warnings).findings
+        warnings += own_warnings
+        for target, entries in ((training, [own_training]), (evaluations, held_out)):
+            for e in entries:
+                target.setdefault(e["data"], []).extend(e["measurements"])
+    listed = lambda by_file: [{"data": path, "measurements": metrics} for path, metrics in by_file.items()]  # noqa: E731
+    verdict = Verdict(tuple(findings))
+    return {"result": str(result), "training": listed(training), "evaluations": listed(evaluations), "warnings": warnings, "verdict": verdict.to_dict()}
 
-    def entry(path: Path, values) -> dict:
-        metrics = measurement_metrics(m, values, before, after)
-        metrics["distance_from_training"] = float(np.linalg.norm(location(m, values, after) - trained_at))
-        return {"data": str(path), "measurements": [metrics]}
 
-    training = entry(m.ctx.resolve(m.config.data), m.data)
-    held_out = [entry(path, m.load(path)[0]) for path in data]
-    warnings = generalization_warnings(m, training, held_out)
-    verdict = held_out_verdict(m.headline, held_out, warnings)
-    return {"result": str(result), "training": training, "evaluations": held_out, "warnings": warnings, "verdict": verdict.to_dict()}
+def held_out_entry(m: Measurement, path: Path, values, before: np.ndarray, after: np.ndarray, trained_at: np.ndarray) -> dict:
+    """One data file's figures for one measurement, with the distance of its mean link position from `trained_at`."""
+    metrics = measurement_metrics(m, values, before, after)
+    metrics["distance_from_training"] = float(np.linalg.norm(location(m, values, after) - trained_at))
+    return {"data": str(path), "measurements": [metrics]}
 
 
 def location(measurement: Measurement, data, theta) -> np.ndarray:

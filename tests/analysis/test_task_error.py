@@ -8,6 +8,10 @@
   calibrated from noise-free fingertip markers without prior, then scored by the command line
   against the true hand (a URDF): the nominal task error is millimetres, the calibrated one
   round-off (every task-relevant combination is identified from exact data).
+- `evaluate --data` on the fixture's two marker measurements (thumb and fore tip, one CSV): a
+  held-out CSV goes to both (a table row each, before = the nominal hand's tip error by the numpy
+  reference, after round-off); a file that two measurements trained on different files can both
+  read is refused unless named (`--data NAME=FILE`).
 - The problem's `task:` sets the test set of `evaluate --truth` and `design` (its n and seed,
   each option given on the command line in its place): the figure equals the independent numpy
   forward kinematics of tests/analysis/reference_hand.py on that test set.
@@ -85,6 +89,7 @@ def test_translated_finger_base(tree, q, moved, expected):
 
 
 TASK_N, TASK_SEED = 40, 3  # the fixture problem's `task:`
+HELD_OUT = 15  # configurations of the fixture's test.csv
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +103,7 @@ def calibration(hand_file, tree, tmp_path_factory) -> dict:
     write_urdf(tree, folder / "true.urdf", origins)
     bodies = [MarkerBody(tip, tip, np.zeros((1, 3))) for tip in TIPS[:2]]
     simulate_markers(folder / "train.csv", truth, theta_true, sample_configurations(tree, 40, seed=1), bodies)
+    simulate_markers(folder / "test.csv", truth, theta_true, sample_configurations(tree, HELD_OUT, seed=2), bodies)  # held out
     measurements = [{"type": "markers", "name": b.name, "data": "train.csv", "sigma": 1e-4, "link": b.link, "points": b.points()} for b in bodies]
     problem = {"robot": str(hand_file), "parameters": parameters, "priors": {"translation": None, "rotation": None}, "measurements": measurements}
     problem["task"] = {"tips": list(TIPS), "reference": "thumb_tip", "n": TASK_N, "seed": TASK_SEED}
@@ -172,3 +178,59 @@ def test_design_takes_its_task_from_the_problem(calibration, tmp_path, monkeypat
     monkeypatch.setattr(sys, "argv", ["robocal", "design", str(calibration["folder"] / "problem.yaml"), "--n", "4", "--out", str(tmp_path / "design")])
     cli.main()
     assert f"task: fore_tip, middle_tip, ring_tip relative to thumb_tip, {TASK_N} test configurations (seed {TASK_SEED})" in capsys.readouterr().out
+
+
+def test_evaluate_every_measurement_with_held_out_data(calibration, hand_file):
+    from rich.console import Console
+
+    from robocal.evaluation import evaluate_files
+    from robocal.report.evaluation import print_held_out
+
+    from . import reference_hand as ref
+
+    folder = calibration["folder"]
+    report = evaluate_files(folder / "problem.yaml", folder / "result", [folder / "test.csv"])
+    assert [(e["data"], [m["name"] for m in e["measurements"]]) for e in report["training"]] == [(str(folder / "train.csv"), ["thumb_tip", "fore_tip"])]
+    [held_out] = report["evaluations"]
+    assert held_out["data"] == str(folder / "test.csv") and report["verdict"]["level"] == "ok"
+    hand = ref.ReferenceHand(hand_file, hand_file.parent / "dlr_hand_ii_geometry.yaml")
+    true_theta = np.array([calibration["truth"].get(name, value) for name, value in zip(hand.names, hand.nominal)])
+    rows = ref.read_rows(folder / "test.csv")
+    q = ref.joint_values(rows, [j for j in load_dh(hand_file).actuated if j in rows[0]])
+    for metrics in held_out["measurements"]:
+        finger = metrics["name"].removesuffix("_tip")
+        distances = np.linalg.norm(hand.tip(hand.nominal, finger, q) - hand.tip(true_theta, finger, q), axis=1)
+        assert metrics["n"] == HELD_OUT and metrics["before"]["rms"] == pytest.approx(np.sqrt(np.mean(distances**2)), rel=1e-9)
+        assert metrics["before"]["rms"] > 1e-3 and metrics["after"]["rms"] < 1e-6
+    console = Console(record=True, width=200)
+    print_held_out(report, console)
+    table = [line.split("│")[1:3] for line in console.export_text().splitlines() if "│" in line]
+    assert [(d.strip(), m.strip()) for d, m in table] == [
+        ("train.csv (training)", "thumb_tip"),
+        ("train.csv (training)", "fore_tip"),
+        ("test.csv", "thumb_tip"),
+        ("test.csv", "fore_tip"),
+    ]
+
+
+def test_a_held_out_file_for_measurements_trained_on_different_files(calibration, tmp_path):
+    from robocal.errors import RobocalError
+    from robocal.evaluation import held_out_files
+
+    folder = calibration["folder"]
+    spec = yaml.safe_load((folder / "problem.yaml").read_text())
+    for m in spec["measurements"]:
+        m["data"] = str(folder / "train.csv")
+    spec["measurements"][1]["data"] = str(tmp_path / "fore.csv")
+    (tmp_path / "fore.csv").write_text((folder / "train.csv").read_text())
+    (tmp_path / "problem.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    problem = load_problem(tmp_path / "problem.yaml")
+    test = folder / "test.csv"
+    with pytest.raises(RobocalError) as caught:
+        held_out_files(problem, [test])
+    assert str(caught.value) == (
+        f"--data {test}: measurements thumb_tip, fore_tip, trained on different files ({folder / 'train.csv'}, {tmp_path / 'fore.csv'}), "
+        f"can all read it; say which with --data NAME={test}"
+    )
+    assert [(m.name, path) for m, path, _ in held_out_files(problem, [Path(f"fore_tip={test}")])] == [("fore_tip", test)]
+    assert [m.name for m, _, _ in held_out_files(problem, [test], "thumb_tip")] == ["thumb_tip"]

@@ -363,7 +363,7 @@ def test_evaluate_on_held_out_data(dataset: Path, calibrated: Path) -> None:
     assert metrics["before"]["rms"] > 1e-3
     assert metrics["after"]["rms"] < 1e-6
     assert metrics["removed"] == pytest.approx(1.0 - metrics["after"]["rms"] / metrics["before"]["rms"])
-    assert report["training"]["measurements"][0]["after"]["rms"] < 1e-6 and report["warnings"] == []
+    assert report["training"][0]["measurements"][0]["after"]["rms"] < 1e-6 and report["warnings"] == []
 
 
 def _nodes(doc: etree._ElementTree) -> list:

@@ -143,7 +143,7 @@ def test_evaluate_cli_on_placement_folders(panda) -> None:
     assert removed["right"] >= 0.94
     for e in report["evaluations"]:
         assert set(e["measurements"][0]["after"]) >= {"mae", "distortion"}
-    assert report["training"]["measurements"][0]["removed"] >= 0.979
+    assert report["training"][0]["measurements"][0]["removed"] >= 0.979
     kinds = [w["kind"] for w in report["warnings"]]
     assert "joint_uncertainty" not in kinds
     # front -> right -> back-high: farther from the training plate, larger error (0.22, 0.40, 0.85 mm)
@@ -160,7 +160,7 @@ def test_gen3_lite_backlash_is_reported_with_its_evidence(tmp_path_factory) -> N
     lower_left = report["evaluations"][0]["measurements"][0]
     assert lower_left["after"]["mae"] > lower_left["before"]["mae"]
     assert "lower_left worse than the nominal model" in warning["message"]
-    assert report["training"]["measurements"][0]["fit_per_residual"] > 100  # residuals > 10 sigma
+    assert report["training"][0]["measurements"][0]["fit_per_residual"] > 100  # residuals > 10 sigma
     assert [Path(e["data"]).name for e in warning["evidence"]] == ["front", "lower_left"]
 
 

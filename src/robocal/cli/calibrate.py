@@ -126,9 +126,15 @@ def crossval(
 def evaluate(
     problem: Annotated[Path, typer.Argument(help="problem YAML used for calibration")],
     result: Annotated[Path, typer.Option("--result", help="output folder of `robocal calibrate`")],
-    data: Annotated[list[Path] | None, typer.Option("--data", help="data file or placement folder to evaluate on; repeat for several")] = None,
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data",
+            help="data file or placement folder to evaluate on, for every measurement that reads it; NAME=FILE: for measurement NAME; repeat for several",
+        ),
+    ] = None,
     measurement: Annotated[
-        str | None, typer.Option("--measurement", help="with --data: which measurement the data file is for (default: the only one)")
+        str | None, typer.Option("--measurement", help="with --data: the measurement the data files are for (default: every one that reads a file)")
     ] = None,
     truth: Annotated[Path | None, typer.Option("--truth", help="true robot (URDF or DH table) to score the task error against")] = None,
     reference: Annotated[

@@ -29,7 +29,7 @@ HELD_OUT_COLUMNS = ("data", "measurement", "n", "figure", "before", "after", "re
 def held_out_rows(report: dict) -> list[list[str]]:
     """One row per data file and measurement (training first) in the units of reading, the
     columns of HELD_OUT_COLUMNS; console and HTML show the same rows."""
-    rows = [(Path(report["training"]["data"]).name + " (training)", m) for m in report["training"]["measurements"]]
+    rows = [(Path(e["data"]).name + " (training)", m) for e in report["training"] for m in e["measurements"]]
     rows += [(Path(e["data"]).name, m) for e in report["evaluations"] for m in e["measurements"]]
     out = []
     for label, m in rows:
@@ -56,13 +56,13 @@ def print_held_out(report: dict, console: Console) -> None:
         table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     for warning in report["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(warning['message'])} [dim]({warning['kind']})[/]")
+        console.print(f"[yellow]warning ({escape(warning['measurement'])}):[/] {escape(warning['message'])} [dim]({warning['kind']})[/]")
     print_verdict(held_out_verdict(report), console)
 
 
 def write_held_out_page(report: dict, path: Path) -> None:
     """The same as a self-contained HTML page: the verdict, the table and the warnings."""
-    warnings = "".join(f"<li>{html_escape(w['message'])} ({html_escape(w['kind'])})</li>" for w in report["warnings"])
+    warnings = "".join(f"<li>{html_escape(w['measurement'])}: {html_escape(w['message'])} ({html_escape(w['kind'])})</li>" for w in report["warnings"])
     sections = [
         ("Verdict on the held-out data", verdict_html(held_out_verdict(report))),
         ("Errors", table_html(list(HELD_OUT_COLUMNS), held_out_rows(report), BEFORE_AFTER)),
