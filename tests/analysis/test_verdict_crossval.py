@@ -47,6 +47,10 @@ def test_overfit_fails_with_the_crossval_evidence_and_the_default_prior_is_ok(fo
     assert evidence["unstable"] and all(p["name"] in worse["sentence"] for p in evidence["unstable"])
     assert report["crossval"]["held_out"][0]["after"]["rms"] == evidence["held_out_after"]
     assert "no_prior_weak" in findings and findings["rank_deficient"]["level"] == "warning"
+    page = (no_prior.parent / "out" / "report.html").read_text()
+    cv = report["crossval"]["held_out"][0]
+    assert "Held-out errors (cross-validation)" in page and "5-fold cross-validation (seed 0)" in page
+    assert f"<td>{round(1e3 * cv['before']['rms'], 4):g}</td>" in page.replace('<td class="num">', "<td>")
 
     problem = load_problem(default_prior)
     cal = calibrate(problem)

@@ -149,6 +149,25 @@ def _gauge(cal: Calibration) -> str:
     return text
 
 
+def _crossval(cal: Calibration) -> str:
+    """`calibrate --crossval`'s held-out figures (report.json `crossval.held_out`): each row
+    predicted by the fold calibrated without it, pooled over the folds."""
+    cv = cal.crossval
+    if cv is None:
+        return ""
+    rows = []
+    for m in cv["held_out"]:
+        factor, unit = DISPLAY.get(m["unit"], (1.0, m["unit"]))
+        before, after = m["before"]["rms"], m["after"]["rms"]
+        removed = round(100.0 * (before - after) / before, 1) if before > 0 else None
+        rows.append([m["name"], m["n"], unit, round(factor * before, 4), round(factor * after, 4), removed, round(factor * m["after"]["max"], 4)])
+    caption = (
+        f"{cv['k']}-fold cross-validation (seed {cv['seed']}): each row predicted by the calibration without its fold; "
+        f"score (mean squared residual / sigma²) {cv['score']['before']:.3g} nominal, {cv['score']['after']:.3g} calibrated"
+    )
+    return table_html(["measurement", "n", "unit", "before rms", "after rms", "removed (%)", "after max"], rows, caption)
+
+
 def _rejected(cal: Calibration) -> str:
     rows = [[r["measurement"], r["file"], r["line"], r["reason"]] for r in cal.rejected()]
     return table_html(["measurement", "file", "line", "reason"], rows) if rows else "<p>No rows rejected.</p>"
@@ -166,6 +185,7 @@ def write_html_report(cal: Calibration, path: Path, figures: dict[str, str]) -> 
     sections = [
         ("Verdict", verdict_html(cal.verdict)),
         ("Errors before and after calibration", "<p>before: nominal robot, frames fitted; after: calibrated robot.</p>" + measurements),
+        *([("Held-out errors (cross-validation)", _crossval(cal))] if cal.crossval is not None else []),
         ("Parameters", _parameter_tables(cal)),
         ("Solver", _solver_table(cal)),
         ("Identifiability", _identifiability(cal)),
