@@ -7,8 +7,10 @@ them, and the neighbouring origins can take up part of their effect. Linearized,
 estimate's error is G dh for a true deviation dh of the held parameters, G = C J_f^T J_h, and
 robot_uncertainty's covariance between the fitted and the held parameters is -G Sigma_h. The
 independent reference: the solver itself, on noise-free data of true arms that differ from the
-nominal one by a small step of one held parameter, its estimate's change per unit step (central
-differences: the response to second order: they agree to 4e-8 relative here, the test asks 1e-6).
+nominal one by a step of one held parameter (a tenth of its prior sigma), its estimate's change
+per unit step (central differences: second order in the step). They agree to 4e-8 relative here;
+the test asks 1e-5, which leaves room for the solver's termination (a few 1e-10 in theta over a
+2e-4 difference) and fails where the response is missing (the held priors counted apart: 100 %).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from tests.conftest import REPO
 
 ARM = REPO / "examples" / "fleet" / "arm_6r.urdf"
 BODY = MarkerBody("body", "link5", np.array([[0.06, 0.0, 0.0], [0.0, 0.06, 0.0], [0.0, 0.0, 0.06]]))
-POSTURES, SIGMA, STEP = 20, 1e-4, 1e-5
+POSTURES, SIGMA, STEP = 20, 1e-4, 1e-4
 
 
 def test_the_fitted_parameters_response_to_a_held_one_is_the_solvers(tmp_path):
@@ -67,7 +69,7 @@ def test_the_fitted_parameters_response_to_a_held_one_is_the_solvers(tmp_path):
     variance = np.diag(known.covariance)[held]
     response = -known.covariance[np.ix_(fitted, held)] / variance  # G, from the covariance's cross block
     assert np.abs(solver).max() > 0.1  # the fit does absorb the held origin
-    assert np.abs(response - solver).max() < 1e-6 * np.abs(solver).max()
+    assert np.abs(response - solver).max() < 1e-5 * np.abs(solver).max()
     # the fitted block adds G Sigma_h G^T to the posterior
     added = known.covariance[np.ix_(fitted, fitted)] - covariance
     assert np.allclose(added, (solver * variance) @ solver.T, rtol=1e-3, atol=1e-6 * np.abs(added).max())
