@@ -89,3 +89,27 @@ def test_unconstrained_direction_has_infinite_std(linear):
     np.testing.assert_allclose(solution.theta[:4], mean, rtol=0, atol=1e-9)
     np.testing.assert_allclose(solution.covariance[:4, :4], covariance, rtol=0, atol=1e-9)
     assert solution.theta[4] == pytest.approx(theta0[4], abs=1e-12)
+
+
+def test_linearization_with_huber_and_masks_is_the_central_differences_of_the_cost_residual():
+    """The solver's (residual, Jacobian): the measurements' Jacobian traced once and the Huber
+    weights chained on row by row, against central differences of the residual itself, with rows
+    inside and outside the Huber threshold and a masked-out row."""
+    from robocal.solver.map import _flat, _flat_linearized
+
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=(2, 10, 4))
+
+    def rows(theta, data):
+        return [jnp.stack([jnp.sin(data[0][0] @ theta), jnp.cos(data[0][1] @ theta)], axis=1) * 3.0 - 1.0]
+
+    problem = MapProblem(rows, [jnp.asarray(a)], rng.normal(size=4), np.array([0.5, 0.0, 2.0, 1.0]))
+    theta, masks = jnp.asarray(rng.normal(size=4)), [jnp.asarray(np.r_[np.ones(9), 0.0])]
+    norms = np.linalg.norm(np.asarray(rows(theta, problem.data)[0]), axis=1)
+    assert (norms > 2.0).any() and (norms < 2.0).any()  # both sides of the Huber threshold 2
+    r, jac = _flat_linearized(problem, theta, masks, 2.0)
+    assert np.allclose(np.asarray(r), np.asarray(_flat(problem, theta, masks, 2.0)), rtol=0, atol=1e-14)  # rounding: one is jitted
+    h = 1e-6
+    central = np.stack([(_flat(problem, theta.at[i].add(h), masks, 2.0) - _flat(problem, theta.at[i].add(-h), masks, 2.0)) / (2 * h) for i in range(4)], 1)
+    assert np.abs(np.asarray(jac) - central).max() < 1e-8  # central differences of smooth O(1) functions at h = 1e-6: ~1e-10
+    assert np.all(np.asarray(jac)[18:20] == 0.0)  # the masked row

@@ -8,6 +8,7 @@ shape), so every row evaluates only its own two bodies.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -123,24 +124,31 @@ class ContactMeasurement(Measurement):
         return self.signed_distances(theta, data)[:, None] / self.config.sigma
 
     def own_jacobian(self, theta, data):
-        """(own_rows (n, 1), their Jacobian (n, 1, len(own_parameters()))). A contact depends only
-        on the parameters that move its two bodies, so each pair is differentiated with respect to
-        those alone (about half of a hand's parameters) and the rest of its row is zero. Each row
-        is one scalar, so its gradient comes from one reverse pass (vectorized over the rows),
-        about ten times cheaper than pushing a tangent per parameter forward."""
-        own = self.own_parameters()
-        n = data.pair.shape[0]
-        values, jac = jnp.zeros(n), jnp.zeros((n, len(own)))
-        for pair, group in zip(self._known_pairs(), data.groups):
-            idx = self.ctx.robot_block.start + self.ctx.model.parameters_affecting(pair)
+        """(own_rows (n, 1), their Jacobian (n, 1, len(own_parameters()))). Each row is one
+        scalar, so its gradient comes from one reverse pass, vectorized over the rows: about ten
+        times cheaper than pushing a tangent per parameter forward. One row function serves every
+        pair (the poses of all contact bodies, then the row's pair's distance by `lax.switch`), so
+        the reverse pass of the forward kinematics is traced once, not once per pair (seconds of
+        start-up for a hand); a pair's row has exact zeros for the parameters that move neither of
+        its bodies."""
+        own, links = self.own_parameters(), self.links()
+        geometry = self.ctx.geometry
 
-            def row(sub, q, pair=pair, idx=idx):
-                return self._pair_distances(theta.at[idx].set(sub), q[None], pair)[0]
+        def distance(poses, pair):
+            a, b = pair
+            return link_distance(geometry[a], poses[links.index(a)], geometry[b], poses[links.index(b)])
 
-            value, jac_k = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0))(theta[idx], group.q)
-            values = values.at[group.index].set(value)
-            jac = jac.at[group.index[:, None], np.searchsorted(own, idx)[None, :]].set(jac_k)
-        sigma = self.config.sigma
+        branches = [partial(distance, pair=pair) for pair in self._known_pairs()]
+
+        def row(sub, q, pair):
+            return jax.lax.switch(pair, branches, self.link_poses(theta.at[own].set(sub), q[None], links)[0])
+
+        q = jnp.concatenate([group.q for group in data.groups])
+        pair = np.repeat(np.arange(len(data.groups)), [len(group.index) for group in data.groups])
+        order = jnp.concatenate([group.index for group in data.groups])
+        values, jac = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0, 0))(theta[own], q, pair)
+        n, sigma = data.pair.shape[0], self.config.sigma
+        values, jac = jnp.zeros(n).at[order].set(values), jnp.zeros((n, len(own))).at[order].set(jac)
         return values[:, None] / sigma, jac[:, None, :] / sigma
 
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:

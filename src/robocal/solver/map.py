@@ -13,13 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import lineax as lx
 import numpy as np
 
+from robocal.solver.lm import LevenbergMarquardt, LMState
 from robocal.solver.robust import huber_row_scale
 
 # rows(theta, data) -> list of (n_i, k_i) whitened residual blocks, one per measurement.
@@ -58,96 +57,36 @@ class Solution:
     rejections: list[Rejection] = field(default_factory=list)
 
 
+def _robust(rows, huber):
+    """(n, k) whitened rows, each rescaled by the Huber weight of its norm (as they are without `huber`)."""
+    return rows if huber is None else rows * huber_row_scale(rows, huber)[:, None]
+
+
 def _flat(problem: MapProblem, theta, masks, huber):
-    blocks = problem.rows(theta, problem.data)
-    parts = []
-    for rows, mask in zip(blocks, masks):
-        if huber is not None:
-            rows = rows * huber_row_scale(rows, huber)[:, None]
-        parts.append((rows * mask[:, None]).ravel())
+    """(m,) the cost's residual at theta: every measurement's rows (robust, masked), then the prior's."""
+    parts = [(_robust(rows, huber) * mask[:, None]).ravel() for rows, mask in zip(problem.rows(theta, problem.data), masks)]
     parts.append((theta - problem.prior_mean) * problem.prior_sqrt_precision)
     return jnp.concatenate(parts)
 
 
-class LMState(NamedTuple):
-    """One iterate of Levenberg-Marquardt over f free parameters and m residuals.
-
-    phi (f,): the parameters (held ones do not move); r (m,), jac (m, f): residual and Jacobian at the last point
-    linearized; stale (): True when they are not at phi (after an accepted step); lam, nu ():
-    damping and its growth factor; steps (): iterations made; done (): converged."""
-
-    phi: jax.Array
-    r: jax.Array
-    jac: jax.Array
-    stale: jax.Array
-    lam: jax.Array
-    nu: jax.Array
-    steps: jax.Array
-    done: jax.Array
-
-
-@dataclass(frozen=True)
-class LevenbergMarquardt:
-    """Levenberg-Marquardt on `residual(phi) -> (m,)`, with `init` / `step` / `terminate` for
-    `lax.while_loop`.
-
-    Marquardt's scaled damping (J^T J + lam diag(J^T J)), starting at lam = 1 (cautious first
-    steps), with Nielsen's update of lam; each step is scaled down to at most `step_bound` (f,)
-    per parameter. The Jacobian comes from `jax.jacfwd`, so a measurement's structured Jacobian (a
-    custom JVP rule) is used as is, and it is recomputed only after an accepted step (at the top
-    of the next iteration, so the compiled loop holds one copy of the Jacobian's code). The damped
-    normal equations are solved by Cholesky (lineax). Converged when a step changes no parameter
-    by more than tol * (1 + |phi|) and is accepted, or no smaller step can lower the cost any more.
-    """
-
-    residual: Callable[[jax.Array], jax.Array]
-    step_bound: jax.Array
-    free: jax.Array  # (f,) bool: the entries the convergence test looks at (a held one does not move)
-    tol: float
-    max_steps: int
-
-    def init(self, phi0: jax.Array) -> LMState:
-        # No linearization here: the first step makes it (stale), as after every accepted step.
-        # A second call site would double the traced and compiled Jacobian code (tens of seconds
-        # for a hand with contacts) for the same values.
-        r = jax.eval_shape(self.residual, phi0)
-        zero = partial(jnp.zeros, dtype=r.dtype)
-        return LMState(
-            phi0, zero(r.shape), zero((r.shape[0], phi0.shape[0])), jnp.asarray(True), jnp.asarray(1.0), jnp.asarray(2.0), jnp.asarray(0), jnp.asarray(False)
-        )
-
-    def _linearize(self, phi: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return self.residual(phi), jax.jacfwd(self.residual)(phi)
-
-    def step(self, state: LMState) -> LMState:
-        phi, lam, nu = state.phi, state.lam, state.nu
-        r, jac = jax.lax.cond(state.stale, self._linearize, lambda _: (state.r, state.jac), phi)
-        jtj, g = jac.T @ jac, jac.T @ r
-        scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.maximum(jnp.max(jnp.diag(jtj)), 1.0))
-        operator = lx.MatrixLinearOperator(jtj + lam * jnp.diag(scale), lx.positive_semidefinite_tag)
-        step = -lx.linear_solve(operator, g, lx.Cholesky(), throw=False).value
-        step = step / jnp.maximum(1.0, jnp.max(jnp.abs(step) / self.step_bound))
-        r_new = self.residual(phi + step)
-        cost, cost_new = r @ r, r_new @ r_new
-        predicted = -(2.0 * step @ g + step @ jtj @ step)
-        rho = (cost - cost_new) / jnp.where(predicted > 0, predicted, 1.0)
-        # Ties within rounding count as progress: near the optimum the cost cannot resolve the
-        # last digits of theta (only sqrt(eps)), the Gauss-Newton step still can.
-        accept = (cost_new <= cost * (1.0 + 1e-12)) & jnp.isfinite(cost_new)
-        small_step = jnp.max(jnp.abs(step)) <= self.tol * (1.0 + jnp.max(jnp.where(self.free, jnp.abs(phi), 0.0)))
-        return LMState(
-            phi=jnp.where(accept, phi + step, phi),
-            r=r,
-            jac=jac,
-            stale=accept,  # r and jac are at phi, not at the new phi: linearize there next time
-            lam=jnp.where(accept, lam * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), lam * nu),
-            nu=jnp.where(accept, 2.0, 2.0 * nu),
-            steps=state.steps + 1,
-            done=small_step & (accept | (lam > 1e12)),
-        )
-
-    def terminate(self, state: LMState) -> jax.Array:
-        return state.done | (state.steps >= self.max_steps)
+def _flat_linearized(problem: MapProblem, theta, masks, huber):
+    """(`_flat` (m,), its Jacobian (m, p)) at theta. The measurements' Jacobian is the one
+    `_rows_and_jacobian` traces, so a solver and the covariance after it share one trace of it
+    (for a hand with contacts, seconds of every run); the robust weights are chained on row by row."""
+    blocks, jac = _rows_and_jacobian(theta, problem.data, problem.rows)
+    values, jacobians, start = [], [], 0
+    for rows, mask in zip(blocks, masks):
+        n, k = rows.shape
+        block_jac = jac[start : start + n * k].reshape(n, k, -1)
+        start += n * k
+        if huber is not None:
+            weights = jax.vmap(jax.jacfwd(lambda row: _robust(row[None], huber)[0]))(rows)  # (n, k, k)
+            block_jac = jnp.einsum("nij,njp->nip", weights, block_jac)
+        values.append((_robust(rows, huber) * mask[:, None]).ravel())
+        jacobians.append((block_jac * mask[:, None, None]).reshape(n * k, -1))
+    values.append((theta - problem.prior_mean) * problem.prior_sqrt_precision)
+    jacobians.append(jnp.diag(jnp.asarray(problem.prior_sqrt_precision, dtype=jac.dtype)))
+    return jnp.concatenate(values), jnp.concatenate(jacobians)
 
 
 def _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol) -> tuple[LevenbergMarquardt, Callable]:
@@ -160,9 +99,14 @@ def _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, 
     def full(phi):
         return jnp.where(free, phi, theta0)
 
+    def linearize(phi):
+        r, jac = _flat_linearized(problem, full(phi), masks, huber)
+        return r, jac * free  # d full / d phi: a held entry's column is zero
+
     has_prior = sqrt_prec > 0
     solver = LevenbergMarquardt(
         residual=lambda phi: _flat(problem, full(phi), masks, huber),
+        linearize=linearize,
         step_bound=jnp.where(has_prior, 1.0 / jnp.where(has_prior, sqrt_prec, 1.0), 1.0),
         free=free,
         tol=tol,
