@@ -177,7 +177,8 @@ def test_design_takes_its_task_from_the_problem(calibration, tmp_path, monkeypat
     assert chosen_task(problem, tips=["fore_tip", "ring_tip"]) == Task("fore_tip", ("ring_tip",), TASK_N, TASK_SEED)  # other tips, their own reference
     monkeypatch.setattr(sys, "argv", ["robocal", "design", str(calibration["folder"] / "problem.yaml"), "--n", "4", "--out", str(tmp_path / "design")])
     cli.main()
-    assert f"task: fore_tip, middle_tip, ring_tip relative to thumb_tip, {TASK_N} test configurations (seed {TASK_SEED})" in capsys.readouterr().out
+    said = " ".join(capsys.readouterr().out.split())  # the console wraps at the terminal's width (COLUMNS=80 under pytest-xdist)
+    assert f"task: fore_tip, middle_tip, ring_tip relative to thumb_tip, {TASK_N} test configurations (seed {TASK_SEED})" in said
 
 
 def test_evaluate_every_measurement_with_held_out_data(calibration, hand_file):
