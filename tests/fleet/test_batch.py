@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from robocal.calibration import calibrate
+from robocal.errors import InputError
 from robocal.fleet.batch import calibrate_group, group, share_compiled, structure_key
 from robocal.fleet.criteria import judge, load_criteria
 from robocal.problem import load_problem
@@ -178,6 +179,17 @@ def test_derived_problem_equals_loaded(fleet, tmp_path):
     count = len(loading._templates)
     bent_problem = loading.load_session(bent / "problem.yaml", files(bent))
     assert len(loading._templates) == count + 1 and bent_problem.tree is not template.tree
+    broken = tmp_path / "broken"  # a new robot file and a bad value: no template made, the error names the session's file
+    broken.mkdir()
+    for f in sessions[4].iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "robot.urdf").write_text((broken / "robot.urdf").read_text() + " ")
+    lines = (broken / "markers.csv").read_text().splitlines()
+    lines[3] = "abc" + lines[3][lines[3].index(",") :]
+    (broken / "markers.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="markers.csv, line 4") as error:
+        loading.load_session(broken / "problem.yaml", files(broken))
+    assert str(broken) in str(error.value) and len(loading._templates) == count + 1
     select = tmp_path / "select"
     select.mkdir()
     for f in sessions[3].iterdir():

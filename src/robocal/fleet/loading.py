@@ -25,6 +25,7 @@ from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
 
+from robocal.errors import RobocalError
 from robocal.fleet.batch import structure_key
 from robocal.problem import Problem, load_problem
 
@@ -85,12 +86,17 @@ def keep(cache: OrderedDict, key, value, size: int = TEMPLATES):
     return value
 
 
-def _adopt(digest: str, path: Path) -> Problem:
+def _adopt(digest: str, path: Path) -> Problem | None:
     """Load the session at `path` in full from a copy of its folder, which lives as long as the
-    template's robot (its URDF is the source of the derived units' calibrated URDFs)."""
+    template's robot (its URDF is the source of the derived units' calibrated URDFs); None where
+    the session does not load (a bad data file: the caller loads it in place, for the error)."""
     folder = Path(tempfile.mkdtemp(prefix="robocal-template-"))
     shutil.copytree(path.parent, folder, dirs_exist_ok=True)
-    template = load_problem(folder / path.name)
+    try:
+        template = load_problem(folder / path.name)
+    except RobocalError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
     structure_key(template)  # digested once here, kept by the units derived from it
     weakref.finalize(template.tree if template.tree is not None else template, shutil.rmtree, folder, True)
     return keep(_templates, digest, template)
@@ -114,4 +120,5 @@ def load_session(path: Path, files: dict[str, str]) -> Problem:
         return load_problem(path)
     digest = hashlib.sha256("".join(f"{p}\0{h}\n" for p, h in sorted(files.items()) if p not in data).encode()).hexdigest()
     template = _templates.get(digest)
-    return derive(keep(_templates, digest, template) if template is not None else _adopt(digest, path), path)
+    template = keep(_templates, digest, template) if template is not None else _adopt(digest, path)
+    return derive(template, path) if template is not None else load_problem(path)
