@@ -3,6 +3,7 @@ simulation, against the true robot in task space on the uniform Cartesian test s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,12 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from robocal.analysis.task_error import task_errors
+from robocal.analysis.gauge import TWISTS, modulo_errors
+from robocal.analysis.task_error import task_point_pairs
 from robocal.analysis.task_uncertainty import Task
 from robocal.analysis.verdict import Verdict, held_out_verdict
 from robocal.calibration import measurement_metrics
-from robocal.errors import RobocalError
+from robocal.errors import InputError, RobocalError
 from robocal.kinematics.load import load_robot
 from robocal.kinematics.model import RobotModel
 from robocal.measurements.base import Measurement, summarize
@@ -209,10 +211,16 @@ def evaluate_truth(
     task = chosen_task(problem, reference, tips, n, seed)
     true_robot = RobotModel(load_robot(truth))
     q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), task.n, task.seed)
-    errors = {
-        name: summarize(task_errors(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips))
+    pairs = {
+        name: task_point_pairs(robot, theta, true_robot, true_robot.nominal, q, task.reference, task.tips)
         for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))
     }
+    errors = {name: summarize(np.linalg.norm(model - true, axis=-1)) for name, (model, true) in pairs.items()}
+    twists = gauge_twists(result)
+    modulo = None
+    if twists is not None:
+        points = task.reference == robot.tree.root
+        modulo = {name: summarize(modulo_errors(model, true, twists, points)) for name, (model, true) in pairs.items()}
     return {
         "truth": str(truth),
         "result": str(result),
@@ -222,4 +230,19 @@ def evaluate_truth(
         "seed": task.seed,
         "unit": "m",
         "task": errors,
+        "task_modulo_gauge": modulo,
     }
+
+
+def gauge_twists(result: Path) -> np.ndarray | None:
+    """(k, 6) the twists of the gauge the calibration in `result` fixed (report.json `gauge`), or
+    None where it fixed none. The task error modulo them is what the data could tell; the raw
+    error adds the true robot's own component along them, which no measurement saw."""
+    report_path = result / "report.json"
+    gauge = json.loads(report_path.read_text()).get("gauge")
+    if not gauge:
+        return None
+    try:
+        return np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(report_path, f"gauge: not a robocal gauge ({type(exc).__name__}: {exc})", field="gauge.directions") from None

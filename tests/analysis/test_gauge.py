@@ -176,3 +176,29 @@ def test_markers_in_the_root_frame_have_no_gauge(tmp_path):
     task = Task("base", ("tool",), n=200, seed=1)
     assert find_gauge(problem, problem.theta0, task) is None
     assert task_points(problem.robot, problem.robot.nominal, np.zeros((1, 6)), task).shape == (1, 1, 3)
+
+
+def test_evaluate_truth_reports_the_error_modulo_the_gauge(tracked, tmp_path):
+    """`evaluate --truth` on the stored calibration against the true arm written as a URDF: the
+    raw task error is the truth's own registration (the figure of the true and calibrated tool
+    positions, computed here), modulo the stored gauge it vanishes (noise-free data); the table
+    shows both."""
+    from robocal.evaluation import evaluate_truth
+    from robocal.kinematics.urdf import write_urdf
+    from robocal.report.evaluation import print_task
+    from robocal.results import write_results
+
+    problem, cal, truth, theta_true = tracked
+    write_results(cal, tmp_path / "result", figures=False)
+    write_urdf(truth.tree, tmp_path / "true.urdf", truth.urdf_origins(theta_true))
+    report = evaluate_truth(problem.path, tmp_path / "result", tmp_path / "true.urdf")
+    robot, block = problem.robot, problem.layout.blocks["robot"]
+    q = uniform_cartesian_test_set(robot, robot.nominal, ("base", "tool"), 200, 1)  # the problem's task: n 200, seed 1
+    raw = np.linalg.norm(tool_positions(robot, cal.estimate[block], q) - tool_positions(truth, theta_true, q), axis=1).mean()
+    assert report["task"]["calibrated"]["mean"] == pytest.approx(raw, rel=1e-9) and raw > 1e-3
+    modulo = report["task_modulo_gauge"]
+    assert modulo["calibrated"]["max"] < 1e-6  # m: the data knew the arm up to the gauge
+    assert modulo["nominal"]["mean"] < report["task"]["nominal"]["mean"]  # the nominal arm's registration is taken out too
+    console = Console(record=True, width=300)
+    print_task(report, console)
+    assert "calibrated, modulo the gauge" in console.export_text()

@@ -162,11 +162,12 @@ def align(t_from: np.ndarray, t_to: np.ndarray, twists: np.ndarray, points: bool
     return g
 
 
-def modulo_errors(t_model: np.ndarray, t_true: np.ndarray, gauge: Gauge) -> np.ndarray:
-    """(n, F) task errors |t_model - t_true| after the best rigid motion of the gauge (what a
-    calibration can know); t_* (n, F, 3) task points."""
-    g = align(t_model, t_true, gauge.twists, gauge.points)
-    return np.linalg.norm(apply(g, t_model, gauge.points) - t_true, axis=-1)
+def modulo_errors(t_model: np.ndarray, t_true: np.ndarray, twists: np.ndarray, points: bool) -> np.ndarray:
+    """(n, F) task errors |t_model - t_true| after the best rigid motion in the span of the
+    gauge's `twists` (k, 6) (what a calibration can know); t_* (n, F, 3) task points, positions
+    in the root frame when `points` (`Gauge.points`), else vectors between links."""
+    g = align(t_model, t_true, twists, points)
+    return np.linalg.norm(apply(g, t_model, points) - t_true, axis=-1)
 
 
 def modulo_jacobians(jacobians: np.ndarray, points: np.ndarray, twists: np.ndarray, positions: bool) -> np.ndarray:

@@ -56,6 +56,21 @@ def task_errors(
     """(n, F) task errors e_f(q_i) in m for the F tips other than `reference`.
 
     q: (n, len(model.tree.actuated)) in the model's joint order (mapped onto the truth by name)."""
+    predicted, true = task_point_pairs(model, theta, truth, theta_true, q, reference, tips)
+    return np.linalg.norm(predicted - true, axis=-1)
+
+
+def task_point_pairs(
+    model: RobotModel,
+    theta: np.ndarray,
+    truth: RobotModel,
+    theta_true: np.ndarray,
+    q: np.ndarray,
+    reference: str,
+    tips: Sequence[str],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the model's, the truth's) task points (n, F, 3): the F tips other than `reference`
+    relative to it, in the root frame, at the configurations q (as in `task_errors`)."""
     others = tuple(tip for tip in dict.fromkeys(tips) if tip != reference)
     if not others:
         raise RobocalError(f"the task needs a tip other than the reference '{reference}'")
@@ -67,7 +82,7 @@ def task_errors(
     q = np.asarray(q, dtype=float)
     predicted = task_vectors(batch_link_poses(model, theta, q, links), len(others))
     true = task_vectors(batch_link_poses(truth, theta_true, joint_columns(q, model.tree, truth.tree, links), links), len(others))
-    return np.linalg.norm(predicted - true, axis=-1)
+    return predicted, true
 
 
 @partial(jax.jit, static_argnames=("robot", "links"))

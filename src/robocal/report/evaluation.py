@@ -79,7 +79,11 @@ def print_task(report: dict, console: Console) -> None:
     )
     for column in ("robot", "rms (mm)", "mean (mm)", "max (mm)"):
         table.add_column(column, justify="left" if column == "robot" else "right")
+    modulo = report.get("task_modulo_gauge")
     for robot in ("nominal", "calibrated"):
-        figures = report["task"][robot]
-        table.add_row(robot, *(_reading(figures[k], report["unit"]) for k in ("rms", "mean", "max")))
+        for label, figures in ((robot, report["task"][robot]), (f"{robot}, modulo the gauge", modulo[robot] if modulo else None)):
+            if figures is not None:
+                table.add_row(label, *(_reading(figures[k], report["unit"]) for k in ("rms", "mean", "max")))
+    if modulo:
+        table.caption = "modulo the gauge: after the best rigid motion the calibration's gauge allows (what its data could tell; report.json gauge)"
     console.print(table)
