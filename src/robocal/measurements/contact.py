@@ -99,18 +99,22 @@ class ContactMeasurement(Measurement):
             q[np.asarray(group.index)] = np.asarray(group.q)
         return q
 
-    def _pair_distances(self, theta, q, pair: tuple[str, str]):
-        """(n_k,) signed distances between the two bodies of one pair at configurations q."""
-        a, b = pair
-        poses = self.link_poses(theta, q, pair)
-        geometry = self.ctx.geometry
-        return jax.vmap(lambda pa, pb: link_distance(geometry[a], pa, geometry[b], pb))(poses[:, 0], poses[:, 1])
+    def _distance(self, poses, pair: tuple[str, str]):
+        """Signed distance between the two bodies of a pair, `poses` (len(links()), 4, 4) those
+        of every contact body at one configuration."""
+        (a, b), links, geometry = pair, self.links(), self.ctx.geometry
+        return link_distance(geometry[a], poses[links.index(a)], geometry[b], poses[links.index(b)])
 
     def signed_distances(self, theta, data):
-        """(n,) signed distance of each row's pair at its joint values, in file order."""
-        out = jnp.zeros(data.pair.shape[0])
+        """(n,) signed distance of each row's pair at its joint values, in file order. The poses
+        of every contact body come from one forward kinematics over all rows (one trace, not
+        one per pair)."""
+        poses = self.link_poses(theta, jnp.concatenate([group.q for group in data.groups]), self.links())
+        out, start = jnp.zeros(data.pair.shape[0]), 0
         for pair, group in zip(self._known_pairs(), data.groups):
-            out = out.at[group.index].set(self._pair_distances(theta, group.q, pair))
+            stop = start + group.index.shape[0]
+            out = out.at[group.index].set(jax.vmap(partial(self._distance, pair=pair))(poses[start:stop]))
+            start = stop
         return out
 
     def own_parameters(self) -> np.ndarray:
@@ -132,13 +136,7 @@ class ContactMeasurement(Measurement):
         start-up for a hand); a pair's row has exact zeros for the parameters that move neither of
         its bodies."""
         own, links = self.own_parameters(), self.links()
-        geometry = self.ctx.geometry
-
-        def distance(poses, pair):
-            a, b = pair
-            return link_distance(geometry[a], poses[links.index(a)], geometry[b], poses[links.index(b)])
-
-        branches = [partial(distance, pair=pair) for pair in self._known_pairs()]
+        branches = [partial(self._distance, pair=pair) for pair in self._known_pairs()]
 
         def row(sub, q, pair):
             return jax.lax.switch(pair, branches, self.link_poses(theta.at[own].set(sub), q[None], links)[0])
