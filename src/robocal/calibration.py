@@ -151,6 +151,12 @@ def measurement_metrics(measurement: Measurement, data, before: np.ndarray, afte
     shape = rows_shape(measurement, "errors", before, data)  # (rows, errors per row)
     keep = np.ones(shape[0], bool) if keep is None else np.asarray(keep, bool)
     b, a = measurement.figures(data, before, keep), measurement.figures(data, after, keep)
+    return metrics_entry(measurement, shape, keep, b, a, fit_per_residual(measurement, data, after, keep))
+
+
+def metrics_entry(measurement: Measurement, shape: tuple[int, ...], keep: np.ndarray, before: dict, after: dict, fit: float) -> dict:
+    """`measurement_metrics` from its parts: the errors' shape (rows, errors per row), the rows
+    kept, the figures before and after, and the calibrated model's fit per residual."""
     h = measurement.headline
     source = {"input": measurement.provenance()} if measurement.provenance() else {}
     return source | {
@@ -161,34 +167,34 @@ def measurement_metrics(measurement: Measurement, data, before: np.ndarray, afte
         "unit": "m",
         "error": measurement.error_label,
         "headline": h,
-        "before": b,
-        "after": a,
-        "removed": (b[h] - a[h]) / b[h] if b[h] > 0 else None,
-        "fit_per_residual": fit_per_residual(measurement, data, after, keep),
+        "before": before,
+        "after": after,
+        "removed": (before[h] - after[h]) / before[h] if before[h] > 0 else None,
+        "fit_per_residual": fit,
     }
 
 
 def conditioning(problem: Problem, jacobian: np.ndarray, masks: list[np.ndarray]) -> dict[str, float | None]:
     """Schroer-scaled condition number (robocal.analysis.observability) of the unweighted Jacobian
     over its identifiable directions: of each measurement alone (the parameters it moves) and of
-    all together. None where it is infinite."""
+    all together. None where it is infinite. A problem of one measurement computes it once: its
+    rows are all the rows."""
     _, points = problem.stacked_points()
     keep = np.concatenate([np.repeat(mask > 0, len(m.row_sigmas())) for m, mask in zip(problem.measurements, masks)])
     index = np.cumsum(keep) - 1  # stacked row -> row of the kept Jacobian
     points = [index[p] for p in points if keep[p].all()]
-    owner = np.concatenate([np.full(m.n * len(m.row_sigmas()), i) for i, m in enumerate(problem.measurements)])[keep]
+    # a measurement's kept rows are contiguous (stacked in order): rows start:stop of the Jacobian
+    bounds = np.cumsum([0] + [int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(problem.measurements, masks)])
 
-    def kappa(rows: np.ndarray) -> float | None:
-        sub = jacobian[rows]
+    def kappa(start: int, stop: int) -> float | None:
+        sub = jacobian[start:stop]
         sub = sub[:, np.abs(sub).max(axis=0) > 0]
-        local = -np.ones(len(jacobian), int)
-        local[rows] = np.arange(len(rows))
-        groups = [local[p] for p in points if (local[p] >= 0).all()]
+        groups = [p - start for p in points if start <= p[0] < stop]  # a point's rows belong to one measurement
         value = scaled_condition_number(sub, groups, int((spectrum(sub)[0] > DEFAULT_THRESHOLD).sum()))
         return value if np.isfinite(value) else None
 
-    out = {m.name: kappa(np.flatnonzero(owner == i)) for i, m in enumerate(problem.measurements)}
-    return out | {"all": kappa(np.arange(len(jacobian)))}
+    out = {m.name: kappa(int(bounds[i]), int(bounds[i + 1])) for i, m in enumerate(problem.measurements)}
+    return out | {"all": out[problem.measurements[0].name] if len(problem.measurements) == 1 else kappa(0, len(jacobian))}
 
 
 def solver_options(problem: Problem) -> dict:

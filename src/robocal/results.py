@@ -50,40 +50,18 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
     """The result files in `out` (module doc); `figures=False` leaves out report.html and the
     measurements' plots (the fleet keeps report.json and the URDF, and renders its own pages)."""
     out.mkdir(parents=True, exist_ok=True)
-    problem = cal.problem
     written = [out / "report.json", out / "frames.yaml"]
-    report = cal.report()
-    report["inputs"] = fingerprints(problem)
-    written[0].write_text(json.dumps(report, indent=2) + "\n")
-    frames = {}
-    for name, frame in problem.frames.items():
-        if frame.initial is None:
-            raise InputError(problem.path, f"frame '{name}' has no initial pose to report")
-        std = dict(zip(("dx", "dy", "dz", "rx", "ry", "rz"), cal.solution.std[frame.block].tolist())) if frame.block is not None else None
-        frames[name] = {
-            "initial": _pose(frame.initial),
-            "baseline": _pose(frame.estimate(cal.baseline)),
-            "calibrated": _pose(frame.estimate(cal.estimate)),
-            "std_local": std,
-        }
+    written[0].write_text(report_json(cal))
     header = "# Frames estimated by robocal: pose of the frame as xyz (m), URDF rpy (rad) and quaternion.\n# std_local: std of the 6 local corrections (dx, dy, dz in m, rotation vector in rad) about `initial`.\n"
-    written[1].write_text(header + yaml.safe_dump(frames, sort_keys=False))
-    robot, tree = problem.robot, problem.tree
-    if tree is not None and robot is not None:
-        written.append(out / "calibrated.urdf")
-        theta_robot = cal.estimate[problem.layout.blocks["robot"]]
-        origins = robot.urdf_origins(theta_robot)
-        if tree.source_kind == "urdf" and tree.source is not None:
-            # a mobile base with `drive.wheels`: its wheels, axle and sensor mounts as well (robocal.mobile.urdf)
-            base, radii = problem.base_urdf.changes(dict(zip(problem.layout.names, map(float, cal.estimate)))) if problem.base_urdf else ({}, None)
-            write_calibrated_urdf(tree.source, written[-1], {**origins, **base}, radii)
-        else:
-            write_urdf(tree, written[-1], origins)
-        sensors = robot.calibrated_sensors(theta_robot)
-        if sensors is not None:
-            written.append(out / "calibrated_sensors.yaml")
-            source = sensors.source.name if sensors.source is not None else "the robot"
-            sensors.write(written[-1], f"# The joint sensor model of {source}, calibrated by robocal (problem {problem.path.name}).\n")
+    written[1].write_text(header + yaml.safe_dump(reported_frames(cal), sort_keys=False))
+    urdf = write_calibrated_robot(cal, out / "calibrated.urdf")
+    written += [urdf] if urdf is not None else []
+    robot = cal.problem.robot
+    sensors = robot.calibrated_sensors(cal.estimate[cal.problem.layout.blocks["robot"]]) if urdf is not None and robot is not None else None
+    if sensors is not None:
+        written.append(out / "calibrated_sensors.yaml")
+        source = sensors.source.name if sensors.source is not None else "the robot"
+        sensors.write(written[-1], f"# The joint sensor model of {source}, calibrated by robocal (problem {cal.problem.path.name}).\n")
     if figures:
         from robocal import svg
         from robocal.report.html import measurement_figures, write_html_report
@@ -95,6 +73,46 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
             written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".svg"))
             written[-1].write_text(svg.standalone(drawing), encoding="utf-8")
     return written
+
+
+def report_json(cal: Calibration) -> str:
+    """The text of report.json: the calibration's report and its inputs' SHA-256."""
+    report = cal.report()
+    report["inputs"] = fingerprints(cal.problem)
+    return json.dumps(report, indent=2) + "\n"
+
+
+def reported_frames(cal: Calibration) -> dict:
+    """frames.yaml's content: each problem frame's initial, baseline and calibrated pose; an
+    InputError where a frame has no initial pose."""
+    problem, frames = cal.problem, {}
+    for name, frame in problem.frames.items():
+        if frame.initial is None:
+            raise InputError(problem.path, f"frame '{name}' has no initial pose to report")
+        std = dict(zip(("dx", "dy", "dz", "rx", "ry", "rz"), cal.solution.std[frame.block].tolist())) if frame.block is not None else None
+        frames[name] = {
+            "initial": _pose(frame.initial),
+            "baseline": _pose(frame.estimate(cal.baseline)),
+            "calibrated": _pose(frame.estimate(cal.estimate)),
+            "std_local": std,
+        }
+    return frames
+
+
+def write_calibrated_robot(cal: Calibration, path: Path) -> Path | None:
+    """The calibrated URDF at `path` (module doc), where the problem has a `robot:`; else None."""
+    problem = cal.problem
+    robot, tree = problem.robot, problem.tree
+    if tree is None or robot is None:
+        return None
+    origins = robot.urdf_origins(cal.estimate[problem.layout.blocks["robot"]])
+    if tree.source_kind == "urdf" and tree.source is not None:
+        # a mobile base with `drive.wheels`: its wheels, axle and sensor mounts as well (robocal.mobile.urdf)
+        base, radii = problem.base_urdf.changes(dict(zip(problem.layout.names, map(float, cal.estimate)))) if problem.base_urdf else ({}, None)
+        write_calibrated_urdf(tree.source, path, {**origins, **base}, radii)
+    else:
+        write_urdf(tree, path, origins)
+    return path
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from robocal.calibration import calibrate
+from robocal.calibration import calibrate, measurement_metrics
 from robocal.errors import InputError
 from robocal.fleet.batch import calibrate_group, group, share_compiled, structure_key
 from robocal.fleet.criteria import judge, load_criteria
@@ -114,6 +114,17 @@ def test_calibrate_group_equals_calibrate(fleet):
         kinds = {p.name: p.kind for p in alone.problem.layout.parameters}
         criteria = load_criteria(cal.problem.path.parent / "criteria.yaml")
         assert judge(a, kinds, criteria) == judge(b, kinds, criteria)
+
+
+def test_group_metrics_equal_unit_metrics(fleet):
+    """The group's before/after metrics, vectorized over its units, are each unit's own to rounding."""
+    folder, _ = fleet
+    for cal in calibrate_group(problems(folder)):
+        for got, m, mask in zip(cal.metrics, cal.problem.measurements, cal.solution.masks, strict=True):
+            alone = measurement_metrics(m, m.data, cal.baseline, cal.estimate, mask > 0)
+            assert got.keys() == alone.keys() and all(got[k] == alone[k] for k in got if k not in ("before", "after", "removed", "fit_per_residual"))
+            for side in ("before", "after", "removed", "fit_per_residual"):
+                assert got[side] == pytest.approx(alone[side], rel=1e-12)
 
 
 def test_structure_key(fleet, tmp_path):

@@ -10,7 +10,8 @@ the data. Their residual functions then differ in the data alone, so
   jitted methods, a robot model are static arguments hashed by identity), and a unit loaded on
   its own would trace and compile its solver, Jacobian and metrics again (about 0.3 s per unit
   of the 6-joint arm, against a few ms for the work itself);
-- the group's Levenberg-Marquardt fits run as one vectorized call (`robocal.solver.map.solve_batch`).
+- the group's Levenberg-Marquardt fits run as one vectorized call (`robocal.solver.map.solve_batch`),
+  and so do its before/after metrics (`group_metrics`; the errors to rounding, 1e-15 relative).
 
 `calibrate_group` is `robocal.calibration.calibrate` for such a group (method `map`, no
 measurement with a closed form; any other problem is calibrated on its own): the same baseline
@@ -26,10 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from robocal.analysis.identifiability import identifiability
-from robocal.calibration import Calibration, calibrate, conditioning, solver_options
+from robocal.calibration import Calibration, calibrate, conditioning, measurement_metrics, metrics_entry, solver_options
+from robocal.measurements.base import Measurement, summarize
 from robocal.problem import Problem
 from robocal.solver.map import MapProblem, solve_batch
 
@@ -107,7 +110,49 @@ def calibrate_group(problems: list[Problem], template: Problem | None = None) ->
     for problem, baseline, solution in zip(problems, baselines, solutions):
         jac = problem.unweighted_jacobian(solution.theta, solution.masks)
         out.append(Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks)))
+    group_metrics(out)
     return out
+
+
+def group_metrics(calibrations: list[Calibration]) -> None:
+    """Set the before/after `metrics` of calibrations of one structure (their problems share the
+    template's compiled functions) together: for a measurement whose figures are the generic
+    summaries of its errors (`Measurement.figures`), every unit's errors before and after and its
+    whitened rows after, each in one vectorized call (`on_units`); any other unit by unit."""
+    entries: list[list[dict]] = [[] for _ in calibrations]
+    for k, template in enumerate(calibrations[0].problem.measurements):
+        units = [c.problem.measurements[k] for c in calibrations]
+        keeps = [c.solution.masks[k] > 0 for c in calibrations]
+        if type(template).figures is not Measurement.figures:
+            done = [measurement_metrics(m, m.data, c.baseline, c.estimate, keep) for m, c, keep in zip(units, calibrations, keeps)]
+        else:
+            datas = [m.data for m in units]
+            before = on_units(template, "errors", np.stack([c.baseline for c in calibrations]), datas)
+            after = on_units(template, "errors", np.stack([c.estimate for c in calibrations]), datas)
+            rows = on_units(template, "rows", np.stack([c.estimate for c in calibrations]), datas)
+            done = [
+                metrics_entry(m, b.shape, keep, summarize(b[keep]), summarize(a[keep]), float(np.mean(r[keep] ** 2)))
+                for m, keep, b, a, r in zip(units, keeps, before, after, rows)
+            ]
+        for out, entry in zip(entries, done):
+            out.append(entry)
+    for cal, metrics in zip(calibrations, entries):
+        cal.__dict__["metrics"] = metrics  # Calibration.metrics is a cached property
+
+
+def on_units(measurement: Measurement, method: str, thetas: np.ndarray, datas: list) -> np.ndarray:
+    """`on_rows(measurement, method, thetas[b], datas[b])` of every unit b, as one array (B, rows,
+    ...): one jitted `jax.vmap` of the method, kept with the measurement's jitted methods (shared
+    by a structure's units, whose data have one shape, so the rows are not padded), the batch
+    padded to a power of two (repeating its last unit) so that other batch sizes reuse the
+    compiled code."""
+    size = len(datas)
+    pick = np.concatenate([np.arange(size), np.full((1 << max(size - 1, 0).bit_length()) - size, size - 1)])
+    data = jax.tree.map(lambda *leaves: jnp.asarray(np.stack([np.asarray(leaf) for leaf in leaves])[pick]), *datas)
+    jitted = measurement.__dict__.setdefault("_jitted", {})
+    if f"vmap:{method}" not in jitted:
+        jitted[f"vmap:{method}"] = jax.jit(jax.vmap(getattr(measurement, method)))
+    return np.asarray(jitted[f"vmap:{method}"](jnp.asarray(thetas[pick]), data))[:size]
 
 
 def group(keys: Iterable[str | None]) -> list[list[int]]:

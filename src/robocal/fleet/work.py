@@ -28,21 +28,19 @@ Outcome = tuple[int, dict | None, str | None]  # session id, the result's column
 def result_row(session_id: int, cal, folder: Path, criteria: Criteria | None = None) -> Result:
     """The result row (not yet added) of a calibration of the session materialized in `folder`
     (its problem file and criteria.yaml there): report.json and the calibrated URDF as
-    `write_results` writes them, and the verdict against the session's `criteria` (default: its criteria.yaml)."""
-    from robocal.results import write_results
+    `write_results` writes them (the other result files are not kept, so not written), and the
+    verdict against the session's `criteria` (default: its criteria.yaml)."""
+    from robocal.results import report_json, write_calibrated_robot
 
-    out = folder.parent / f"{folder.name}-out"
-    out.mkdir()
-    write_results(cal, out, figures=False)
-    urdf = out / "calibrated.urdf"
+    report = report_json(cal)
+    urdf = write_calibrated_robot(cal, folder.parent / f"{folder.name}-calibrated.urdf")
     kinds = {p.name: p.kind for p in cal.problem.layout.parameters}
-    report = (out / "report.json").read_text()
     verdict = judge(json.loads(report), kinds, criteria or load_criteria(folder / CRITERIA))  # the report as written, not computed twice
     return Result(
         session_id=session_id,
         parameters=cal.parameters(),
         report=report,
-        urdf=urdf.read_text() if urdf.exists() else None,
+        urdf=urdf.read_text() if urdf is not None else None,
         verdict={"status": verdict.status, "reasons": verdict.reasons},
     )
 
