@@ -182,7 +182,7 @@ def conditioning(problem: Problem, jacobian: np.ndarray, masks: list[np.ndarray]
     _, points = problem.stacked_points()
     keep = np.concatenate([np.repeat(mask > 0, len(m.row_sigmas())) for m, mask in zip(problem.measurements, masks)])
     index = np.cumsum(keep) - 1  # stacked row -> row of the kept Jacobian
-    points = [index[p] for p in points if keep[p].all()]
+    points = points if keep.all() else [index[p] for p in points if keep[p].all()]
     # a measurement's kept rows are contiguous (stacked in order): rows start:stop of the Jacobian
     bounds = np.cumsum([0] + [int((mask > 0).sum()) * len(m.row_sigmas()) for m, mask in zip(problem.measurements, masks)])
 
