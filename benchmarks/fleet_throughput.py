@@ -104,8 +104,8 @@ def profile(sessions: Path, work: Path, units: int, cache: Path) -> None:
         "  of which Laplace covariance": ("map.py", "laplace"),
         "identifiability": ("identifiability.py", "identifiability"),
         "conditioning": ("calibration.py", "conditioning"),
-        "report and result files (write_results)": ("results.py", "write_results"),
-        "  of which before/after metrics": ("calibration.py", "metrics"),
+        "before/after metrics, by group (group_metrics)": ("batch.py", "group_metrics"),
+        "result row: report.json, URDF, verdict (result_row)": ("work.py", "result_row"),
         "store the results (finish_many)": ("jobs.py", "finish_many"),
     }
     print(f"\nwhere the in-process batched run spends its time (cProfile, {units} units, ms per unit; profiling slows it):")
