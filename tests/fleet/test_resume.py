@@ -83,7 +83,11 @@ def test_pool_sigkill_at_random_points(tmp_path):
         ingest(engine, tmp_path / f"batch{trial}")
         before = counts(engine).get("done", 0)
         child = subprocess.Popen([sys.executable, "-c", POOL_RUNNER, str(db)], cwd=REPO, env=os.environ | {"JAX_PLATFORMS": "cpu"}, start_new_session=True)
-        time.sleep(rng.uniform(1.0, 3.0))  # the workers start in about a second, then 10 jobs of 0.1 s on 2 workers
+        if trial % 2:  # after the first results are stored, however long the workers took to start
+            deadline = time.monotonic() + 120.0
+            while counts(engine).get("done", 0) == before and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.3) if trial % 2 else rng.uniform(0.2, 1.0))  # the workers take about a second to start
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
         left = counts(engine)
