@@ -184,6 +184,22 @@ def test_reference_reproduces_the_jacobian(reference, nominal):
     assert np.abs(jc - jacobians[0]).max() < 1e-8 and np.abs(jt - jacobians[1]).max() < 1e-8
 
 
+def test_each_contact_row_moves_with_its_own_fingers_only(nominal):
+    """The contacts' Jacobian (the solver's: one reverse-mode row function for every pair, through
+    the custom JVP; equal to the reference above) is exactly zero for every parameter that moves
+    neither body of the row's pair, and not for those that do."""
+    problem, jacobians, _ = nominal
+    m = problem.measurements[0]
+    pair_of_row = np.asarray(m.data.pair)
+    for k, pair in enumerate(m.pairs):
+        moving = np.zeros(len(problem.theta0), bool)
+        moving[m.ctx.robot_block.start + m.ctx.model.parameters_affecting(pair)] = True
+        block = jacobians[0][pair_of_row == k]
+        assert 0 < moving.sum() < len(moving)  # two fingers of four
+        assert np.all(block[:, ~moving] == 0.0)
+        assert np.abs(block[:, moving]).max() > 1e-2  # m per m or rad: far from zero
+
+
 @pytest.mark.parametrize(
     "hand_name, fingers, expected",
     [
