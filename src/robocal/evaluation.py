@@ -3,7 +3,6 @@ simulation, against the true robot in task space on the uniform Cartesian test s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,31 +10,30 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from robocal.analysis.gauge import TWISTS, modulo_errors
+from robocal.analysis.gauge import modulo_errors
 from robocal.analysis.task_error import task_point_pairs
 from robocal.analysis.task_uncertainty import Task
 from robocal.analysis.verdict import Verdict, held_out_verdict
 from robocal.calibration import measurement_metrics
-from robocal.errors import InputError, RobocalError
+from robocal.errors import RobocalError
 from robocal.kinematics.load import load_robot
 from robocal.kinematics.model import RobotModel
 from robocal.measurements.base import Measurement, summarize
 from robocal.problem import Problem, load_problem
 from robocal.problem.schema import MISFIT
 from robocal.provenance import check_inputs
-from robocal.results import read_results
+from robocal.results import StoredResult, read_results
 from robocal.simulation.testset import uniform_cartesian_test_set
 
 
-def load_stored(problem_path: Path, result: Path, force: bool = False, warn=None) -> tuple[Problem, np.ndarray, np.ndarray]:
-    """The problem as it was fitted (stored frames and parameter selection), with the stored
-    (baseline, estimate) parameter vectors in its order. A problem, robot or training data file
-    changed since the fit is refused, or with `force` passed to `warn`."""
+def load_stored(problem_path: Path, result: Path, force: bool = False, warn=None) -> tuple[Problem, StoredResult]:
+    """The problem as it was fitted (stored frames and parameter selection) and the stored result
+    (`StoredResult.vectors` gives its parameter vectors in the problem's order). A problem, robot
+    or training data file changed since the fit is refused, or with `force` passed to `warn`."""
     stored = read_results(result)
     problem = load_problem(problem_path, frame_initials=stored.frame_initials, unidentifiable=stored.unidentifiable)
     check_inputs(stored.inputs, problem, result, force, warn)
-    before, after = stored.vectors(problem.layout.names, problem.theta0)
-    return problem, before, after
+    return problem, stored
 
 
 def held_out_files(problem: Problem, data: Sequence[Path], measurement: str | None = None) -> list[tuple[Measurement, Path, Any]]:
@@ -81,7 +79,8 @@ def evaluate_files(problem_path: Path, result: Path, data: Sequence[Path], measu
     with its generalization warnings and the verdict on them all (held_out_verdict per
     measurement). `training` and `evaluations` list the files, each with the figures of every
     measurement evaluated on it. `force`, `warn`: as `load_stored`."""
-    problem, before, after = load_stored(problem_path, result, force, warn)
+    problem, stored = load_stored(problem_path, result, force, warn)
+    before, after = stored.vectors(problem.layout.names, problem.theta0)
     files = held_out_files(problem, data, measurement)
     training: dict[str, list[dict]] = {}
     evaluations: dict[str, list[dict]] = {}
@@ -204,7 +203,8 @@ def evaluate_truth(
     included); each model's errors are summarized over every configuration and tip. `force`,
     `warn`: as `load_stored`.
     """
-    problem, _, after = load_stored(problem_path, result, force, warn)
+    problem, stored = load_stored(problem_path, result, force, warn)
+    after = stored.vectors(problem.layout.names, problem.theta0)[1]
     robot, block = problem.robot, problem.layout.blocks["robot"]
     if robot is None:
         raise RobocalError(f"{problem_path}: --truth compares robot models; the problem has no robot")
@@ -216,11 +216,10 @@ def evaluate_truth(
         for name, theta in (("nominal", robot.nominal), ("calibrated", after[block]))
     }
     errors = {name: summarize(np.linalg.norm(model - true, axis=-1)) for name, (model, true) in pairs.items()}
-    twists = gauge_twists(result)
     modulo = None
-    if twists is not None:
+    if stored.gauge_twists is not None:  # what the data could tell: the raw error adds the truth's own motion along the gauge
         points = task.reference == robot.tree.root
-        modulo = {name: summarize(modulo_errors(model, true, twists, points)) for name, (model, true) in pairs.items()}
+        modulo = {name: summarize(modulo_errors(model, true, stored.gauge_twists, points)) for name, (model, true) in pairs.items()}
     return {
         "truth": str(truth),
         "result": str(result),
@@ -232,17 +231,3 @@ def evaluate_truth(
         "task": errors,
         "task_modulo_gauge": modulo,
     }
-
-
-def gauge_twists(result: Path) -> np.ndarray | None:
-    """(k, 6) the twists of the gauge the calibration in `result` fixed (report.json `gauge`), or
-    None where it fixed none. The task error modulo them is what the data could tell; the raw
-    error adds the true robot's own component along them, which no measurement saw."""
-    report_path = result / "report.json"
-    gauge = json.loads(report_path.read_text()).get("gauge")
-    if not gauge:
-        return None
-    try:
-        return np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(report_path, f"gauge: not a robocal gauge ({type(exc).__name__}: {exc})", field="gauge.directions") from None

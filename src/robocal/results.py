@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from robocal.analysis.gauge import TWISTS
 from robocal.calibration import Calibration
 from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
@@ -122,6 +123,7 @@ class StoredResult:
     estimate: dict[str, float]
     unidentifiable: tuple[str, ...]
     inputs: dict[str, dict[str, str]] | None  # report.json `inputs`: role -> path, sha256 (None: an older result)
+    gauge_twists: np.ndarray | None  # (k, 6) report.json `gauge`'s twists, the gauge the fit fixed (None: none)
 
     def vectors(self, names: list[str], nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(baseline, estimate) vectors in a problem's parameter order; absent names keep nominal."""
@@ -144,6 +146,8 @@ def read_results(folder: Path) -> StoredResult:
         estimate = {p["name"]: float(p["estimate"]) for p in params}
         unidentifiable = tuple(report["identifiability"].get("unidentifiable_fixed", ()))
         inputs = report.get("inputs")
+        gauge = report.get("gauge")
+        twists = np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]]) if gauge else None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(report_path, f"not a robocal report ({type(exc).__name__}: {exc})") from None
     try:
@@ -151,4 +155,4 @@ def read_results(folder: Path) -> StoredResult:
         initials = {name: _from_pose(f["initial"]) for name, f in frames.items()}
     except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(frames_path, f"not a robocal frames file ({type(exc).__name__}: {exc})") from None
-    return StoredResult(initials, baseline, estimate, unidentifiable, inputs)
+    return StoredResult(initials, baseline, estimate, unidentifiable, inputs, twists)

@@ -53,7 +53,8 @@ def analyze(
         if result is not None:
             from robocal.evaluation import load_stored
 
-            loaded, _, theta = load_stored(problem, result)
+            loaded, stored = load_stored(problem, result)
+            theta = stored.vectors(loaded.layout.names, loaded.theta0)[1]
         else:
             from robocal.problem import load_problem
 
@@ -116,7 +117,8 @@ def design(
             loaded = load_problem(problem)
             theta = loaded.theta0
         else:
-            loaded, _, theta = load_stored(problem, result)
+            loaded, stored = load_stored(problem, result)
+            theta = stored.vectors(loaded.layout.names, loaded.theta0)[1]
     preflight(out_dir, input_files(loaded).values())
     task = chosen_task(loaded, reference, names(tips), n_test, seed)
     with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({task.n} test configurations)"):
