@@ -268,7 +268,8 @@ def _object_body(world: ET.Element, asset: ET.Element, obj: GraspObject, object_
         ET.SubElement(body, "freejoint", name="object")
     geom_attributes = obj.geom_attributes()
     if "mesh" in geom_attributes:
-        ET.SubElement(asset, "mesh", name=geom_attributes["mesh"], file=str(obj.mesh_file), inertia="convex")
+        source = {"file": str(obj.mesh_file)} if obj.mesh_data is None else {"vertex": _fmt(obj.mesh_points())}
+        ET.SubElement(asset, "mesh", {"name": geom_attributes["mesh"], **source, "inertia": "convex"})
     ET.SubElement(body, "geom", {"name": "object", "contype": "0", "conaffinity": "0", "rgba": "0.3 0.5 0.8 1", **geom_attributes})
 
 

