@@ -161,6 +161,9 @@ def grasp_train(
     width: Annotated[int, typer.Option("--width", min=4, help="width of the four dense layers")] = 256,
     channels: Annotated[str, typer.Option("--channels", help="output channels of the four 3D convolutions, comma-separated")] = "8,16,32,32",
     seed: Annotated[int, typer.Option("--seed", help="seeds the weights and the minibatches")] = 0,
+    precision: Annotated[str, typer.Option("--precision", help="float64, or float32 (faster on a GPU)")] = "float64",
+    eval_every: Annotated[int, typer.Option("--eval-every", min=1, help="steps between validation losses")] = 200,
+    checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=1, help="steps between checkpoints")] = 1000,
     weights: Annotated[
         Path | None, typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")
     ] = None,
@@ -175,12 +178,27 @@ def grasp_train(
     unknown = [n for n in chosen if n not in ("estimator", "predictor")]
     if unknown:
         raise RobocalError(f"--networks: unknown {', '.join(unknown)} (estimator, predictor)")
+    for option, value, allowed in (("--loss", loss, ("minimal_wrench", "l2")), ("--precision", precision, ("float64", "float32"))):
+        if value not in allowed:
+            raise RobocalError(f"{option}: unknown '{value}' ({' or '.join(allowed)})")
     conv = csv_list(channels, "--channels", int, positive=True)
     if len(conv) != 4:
         raise RobocalError(f"--channels: four numbers, one per convolution (got {len(conv)})")
     preflight(out_dir, [data / "manifest.json"])
     for name in chosen:
-        config = TrainConfig(network=name, loss=loss, steps=steps, batch=batch, learning_rate=learning_rate, width=width, channels=conv, seed=seed)
+        config = TrainConfig(
+            network=name,
+            loss=loss,
+            steps=steps,
+            batch=batch,
+            learning_rate=learning_rate,
+            width=width,
+            channels=conv,
+            seed=seed,
+            precision=precision,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+        )
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)
 

@@ -13,6 +13,8 @@ from tests.grasp.test_evaluation import robocal
         (["grasp", "evaluate", "--controller", "learned", "--weights", "{tmp}"], "no learned weights"),
         (["grasp", "train", "--data", "{tmp}", "--channels", "4,8"], "--channels"),
         (["grasp", "train", "--data", "{tmp}", "--networks", "critic"], "--networks"),
+        (["grasp", "train", "--data", "{tmp}", "--loss", "l1"], "--loss"),
+        (["grasp", "train", "--data", "{tmp}", "--precision", "float16"], "--precision"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(tmp_path, args, named):

@@ -2,7 +2,17 @@ import numpy as np
 import pytest
 from scipy.special import beta
 
-from robocal.grasp.learned.procedural import GRID, HALF_MAX, HALF_MIN, KINDS, PART_MIN, procedural_objects, split, surface_points, union_parts
+from robocal.grasp.learned.procedural import (
+    GRID,
+    HALF_MAX,
+    HALF_MIN,
+    KINDS,
+    PART_MIN,
+    procedural_objects,
+    split,
+    surface_points,
+    union_parts,
+)
 from robocal.grasp.objects import DENSITY, catalog, inline_mesh
 
 # The curved kinds are their (eta, omega) grid's convex hull, `GRID` steps per half turn (step
@@ -26,7 +36,7 @@ def _inside(obj, points):
 
 def test_family_is_reproducible_sized_and_split_by_object():
     objects = procedural_objects(7, 200)
-    assert objects == procedural_objects.__wrapped__(7, 200)  # built again (not the cache): bit for bit the same points
+    assert objects == procedural_objects(7, 200)  # bit for bit the same points
     assert objects != procedural_objects(8, 200)
     assert {_kind(o) for o in objects} == set(KINDS)
     for o in objects:

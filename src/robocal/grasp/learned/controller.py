@@ -37,7 +37,7 @@ from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.observation import ObservationConfig, observe
-from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig
+from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision
 from robocal.grasp.simulation import GraspSituation
 
 WEIGHTS = Path(__file__).parent / "weights"  # shipped weights for the DLR-Hand II
@@ -59,7 +59,7 @@ def skeleton(config: TrainConfig, grid: int, n_joints: int) -> Scaled:
     n_out = 7 if config.network == "estimator" else n_joints
     make = networks.estimator_network if config.network == "estimator" else networks.predictor_network
     net = make(grid, n_joints, jax.random.PRNGKey(0), channels=config.channels, width=config.width)
-    return Scaled(net, jnp.zeros(n_in), jnp.ones(n_in), jnp.zeros(n_out), jnp.ones(n_out))
+    return in_precision(Scaled(net, jnp.zeros(n_in), jnp.ones(n_in), jnp.zeros(n_out), jnp.ones(n_out)), config.precision)
 
 
 def save(models: Models, folder: Path) -> None:

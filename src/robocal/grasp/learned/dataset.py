@@ -44,6 +44,7 @@ class DatasetConfig(BaseModel):
     samples: int = Field(40, ge=1)  # teacher samples per grasp (paper: 40)
     grid: int = Field(48, ge=8, le=128)  # voxels per side
     side: float = Field(0.24, gt=0.0, le=1.0)  # m, edge of the voxel cube
+    family: int = 2  # version of the procedural family (2: six kinds, one generator per object); a folder of another is refused
 
     def observation(self) -> ObservationConfig:
         return ObservationConfig(grid=self.grid, side=self.side)
@@ -58,12 +59,12 @@ def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
     from robocal.grasp.grasps import generate_grasps
     from robocal.grasp.hand import Hand
     from robocal.grasp.learned.observation import observe
-    from robocal.grasp.learned.procedural import procedural_objects
+    from robocal.grasp.learned.procedural import procedural_object
     from robocal.grasp.learned.teacher import grasp_samples
     from robocal.grasp.simulation import situation
 
     split, index = job
-    hand, obj = Hand.load(), procedural_objects(config.seed, config.objects)[index]
+    hand, obj = Hand.load(), procedural_object(config.seed, index)
     sequence = np.random.SeedSequence([config.seed, index])
     grasp_seed, sample_seed = (int(s.generate_state(1)[0]) for s in sequence.spawn(2))
     rng = np.random.default_rng(sample_seed)
@@ -99,12 +100,10 @@ def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
 
 def jobs(config: DatasetConfig) -> list[tuple[str, int]]:
     """(split, object index) of every shard, in object order."""
-    from robocal.grasp.learned.procedural import procedural_objects, split
+    from robocal.grasp.learned.procedural import split_indices
 
-    objects = procedural_objects(config.seed, config.objects)
-    index = {o.name: i for i, o in enumerate(objects)}
-    parts = split(objects, config.seed)
-    return sorted(((name, index[o.name]) for name in SPLITS for o in parts[name]), key=lambda job: job[1])
+    parts = split_indices(config.objects, config.seed)
+    return sorted(((name, index) for name in SPLITS for index in parts[name]), key=lambda job: job[1])
 
 
 def _check_manifest(config: DatasetConfig, out: Path) -> None:

@@ -22,8 +22,6 @@ than 1 - cos^3(pi / (GRID sqrt 2)) (2.9 %) of an ellipsoid's volume (1.6 % in fa
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -91,24 +89,31 @@ def _draw(rng: np.random.Generator, name: str, kind: str) -> GraspObject:
     return inline_mesh(name, surface_points(kind, shape), f"procedural {kind} {shape}")
 
 
-@lru_cache(maxsize=4)  # every dataset shard asks for the whole family: build it once per process
+def procedural_object(seed: int, index: int) -> GraspObject:
+    """Object `index` of the family of `seed`, drawn from its own generator (keyed by (seed,
+    index): any one object is made without the others), each kind (`KINDS`) with the same
+    probability; the same object, bit for bit, for the same key."""
+    rng = np.random.default_rng([seed, index])
+    kind = KINDS[rng.integers(len(KINDS))]
+    return _draw(rng, f"proc_{seed}_{index:05d}_{kind}", kind)
+
+
 def procedural_objects(seed: int, n: int) -> tuple[GraspObject, ...]:
-    """n objects drawn from the family with numpy's generator seeded by `seed` (same seed, same
-    objects, bit for bit), each kind (`KINDS`) with the same probability."""
-    rng = np.random.default_rng(seed)
-    objects = []
-    for i in range(n):
-        kind = KINDS[rng.integers(len(KINDS))]
-        objects.append(_draw(rng, f"proc_{seed}_{i:05d}_{kind}", kind))
-    return tuple(objects)
+    """The first n objects of the family of `seed`."""
+    return tuple(procedural_object(seed, i) for i in range(n))
+
+
+def split_indices(n: int, seed: int) -> dict[str, tuple[int, ...]]:
+    """Disjoint train / val / test sets (fractions `SPLITS`) of the object indices 0..n-1, shuffled by `seed`."""
+    order = np.random.default_rng(seed).permutation(n)
+    out, start = {}, 0
+    for k, (name, fraction) in enumerate(SPLITS):
+        stop = n if k == len(SPLITS) - 1 else start + round(fraction * n)
+        out[name] = tuple(int(i) for i in order[start:stop])
+        start = stop
+    return out
 
 
 def split(objects: tuple[GraspObject, ...], seed: int) -> dict[str, tuple[GraspObject, ...]]:
-    """Disjoint train / val / test sets (fractions `SPLITS`) of whole objects, shuffled by `seed`."""
-    order = np.random.default_rng(seed).permutation(len(objects))
-    out, start = {}, 0
-    for k, (name, fraction) in enumerate(SPLITS):
-        stop = len(objects) if k == len(SPLITS) - 1 else start + round(fraction * len(objects))
-        out[name] = tuple(objects[i] for i in order[start:stop])
-        start = stop
-    return out
+    """The objects in the sets of `split_indices`."""
+    return {name: tuple(objects[i] for i in indices) for name, indices in split_indices(len(objects), seed).items()}

@@ -16,6 +16,12 @@ Adam (learning rate 3e-4, the paper's) on minibatches drawn with `jax.random.fol
 step)`, so a run resumed from its checkpoint (`checkpoint.eqx` + `state.json`, written every
 `checkpoint_every` steps and at the end) takes the same steps as one that never stopped.
 `curves.html` shows the training and validation losses against the constant baseline.
+
+The splits are put on JAX's default device once (the grids as uint8) and every step draws its
+minibatch there, inside the compiled step: on a GPU nothing but the step number crosses to the
+device per step. `precision="float32"` trains the network in single precision (for a GPU,
+where double-precision convolutions are slow); the weights are then float32, and the
+controller's float64 inputs promote the result to float64.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ class TrainConfig(BaseModel):
     seed: int = 0
     eval_every: int = Field(200, ge=1)
     checkpoint_every: int = Field(1000, ge=1)
+    precision: Literal["float64", "float32"] = "float64"  # the network's and the inputs' float type
 
 
 class Scaled(eqx.Module):
@@ -67,12 +74,13 @@ class Scaled(eqx.Module):
     y_std: jnp.ndarray
 
     def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
-        """Object features (F,) of a grid (G, G, G)."""
-        return self.net.encode(voxels)
+        """Object features (F,) of a grid (G, G, G) of any dtype (computed in the weights' own)."""
+        return self.net.encode(voxels.astype(self.x_mean.dtype))
 
     def head(self, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
-        """Output in SI units (n_outputs,) from features (F,) and raw inputs (n_inputs,)."""
-        return self.net.head(features, (inputs - self.x_mean) / self.x_std) * self.y_std + self.y_mean
+        """Output in SI units (n_outputs,) from features (F,) and raw inputs (n_inputs,), in the
+        weights' dtype."""
+        return self.net.head(features, ((inputs - self.x_mean) / self.x_std).astype(self.x_mean.dtype)) * self.y_std + self.y_mean
 
     def __call__(self, voxels: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
         return self.head(self.encode(voxels), inputs)
@@ -100,7 +108,12 @@ def new_network(config: TrainConfig, grid: int, inputs: np.ndarray, targets: np.
     if config.network == "estimator":  # the seventh output is the scale (N) before its softplus
         y_mean = np.r_[y_mean, 0.0]
         y_std = np.r_[y_std, np.mean(losses.ground_truth_scale(jnp.asarray(targets)))]
-    return Scaled(net, jnp.asarray(inputs.mean(axis=0)), jnp.asarray(x_std), jnp.asarray(y_mean), jnp.asarray(y_std))
+    return in_precision(Scaled(net, jnp.asarray(inputs.mean(axis=0)), jnp.asarray(x_std), jnp.asarray(y_mean), jnp.asarray(y_std)), config.precision)
+
+
+def in_precision(model: Scaled, precision: str) -> Scaled:
+    """The model with every float array in `precision` ("float64" or "float32")."""
+    return jax.tree.map(lambda leaf: leaf.astype(precision) if eqx.is_inexact_array(leaf) else leaf, model)
 
 
 def loss_of(config: TrainConfig) -> Callable:
@@ -129,33 +142,54 @@ def constant_loss(config: TrainConfig, train_targets: np.ndarray, targets: np.nd
     return float(loss_of(config)(out, jnp.asarray(targets)))
 
 
-def batch_loss(model: Scaled, loss: Callable, voxels, rows, inputs, targets) -> jnp.ndarray:
-    """Loss of a batch: grids (K, G, G, G), grid row per sample (B,), inputs (B, n), targets (B, m)."""
-    features = jax.vmap(model.encode)(voxels)
-    return loss(jax.vmap(model.head)(features[rows], inputs), targets)
+def on_device(split: tuple, precision: str) -> tuple:
+    """A split (voxels (K, G, G, G), grid row per sample (S,), inputs (S, n), targets (S, m)) as
+    arrays on JAX's default device: grids uint8, rows int32, inputs and targets in `precision`."""
+    voxels, rows, inputs, targets = split
+    return jnp.asarray(voxels, dtype=jnp.uint8), jnp.asarray(rows, dtype=jnp.int32), jnp.asarray(inputs, dtype=precision), jnp.asarray(targets, dtype=precision)
+
+
+def encode(model: Scaled, voxels: jnp.ndarray) -> jnp.ndarray:
+    """Object features (K, F) of occupancy grids (K, G, G, G) of any dtype."""
+    return jax.vmap(model.encode)(voxels)
+
+
+def head_loss(model: Scaled, loss: Callable, features, inputs, targets) -> jnp.ndarray:
+    """Loss of a batch: object features per sample (B, F), inputs (B, n), targets (B, m)."""
+    return loss(jax.vmap(model.head)(features, inputs), targets)
+
+
+_encode = eqx.filter_jit(encode)
+_head_loss = eqx.filter_jit(head_loss)
 
 
 def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> float:
-    """Mean loss over a whole split (voxels, rows, inputs, targets), in chunks of samples."""
+    """Mean loss over a whole split (`on_device` arrays): each grid encoded once, the samples'
+    losses in chunks."""
     voxels, rows, inputs, targets = split
-    voxels, total = jnp.asarray(voxels, dtype=float), 0.0
+    features = jnp.concatenate([_encode(model, voxels[start : start + chunk]) for start in range(0, len(voxels), chunk)])
+    total = 0.0
     for start in range(0, len(rows), chunk):
         part = slice(start, start + chunk)
-        total += float(_eval_loss(model, loss, voxels, rows[part], inputs[part], targets[part])) * len(rows[part])
+        total += float(_head_loss(model, loss, features[rows[part]], inputs[part], targets[part])) * len(rows[part])
     return total / len(rows)
 
 
-_eval_loss = eqx.filter_jit(batch_loss)
-
-
 @cache
-def _step_fn(loss: Callable, learning_rate: float) -> tuple[optax.GradientTransformation, Callable]:
-    """Adam and its jitted training step (kept per loss and rate: compiled once per process)."""
+def _step_fn(loss: Callable, learning_rate: float, batch: int) -> tuple[optax.GradientTransformation, Callable]:
+    """Adam and its jitted training step (kept per loss, rate and batch: compiled once per
+    process). The step draws its minibatch from the split on the device with
+    `fold_in(key, step)`."""
     optimizer = optax.adam(learning_rate)
 
+    def batch_loss(model, split, pick):
+        voxels, rows, inputs, targets = split
+        return head_loss(model, loss, encode(model, voxels[rows[pick]]), inputs[pick], targets[pick])
+
     @eqx.filter_jit
-    def step(model, state, voxels, rows, inputs, targets):
-        value, grads = eqx.filter_value_and_grad(batch_loss)(model, loss, voxels, rows, inputs, targets)
+    def step(model, state, split, key, number):
+        pick = jax.random.randint(jax.random.fold_in(key, number), (batch,), 0, split[1].shape[0])
+        value, grads = eqx.filter_value_and_grad(batch_loss)(model, split, pick)
         updates, state = optimizer.update(grads, state, eqx.filter(model, eqx.is_array))
         return eqx.apply_updates(model, updates), state, value
 
@@ -188,16 +222,16 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     from robocal.grasp.learned.dataset import MANIFEST, load
 
     out = Path(out)
-    train_split = arrays(load(data, "train"), config.network)
-    val_split = arrays(load(data, "val"), config.network)
-    grid = train_split[0].shape[1]
+    train_arrays = arrays(load(data, "train"), config.network)
+    train_split, val_split = on_device(train_arrays, config.precision), on_device(arrays(load(data, "val"), config.network), config.precision)
+    grid = train_arrays[0].shape[1]
     loss = loss_of(config)
-    optimizer, step_fn = _step_fn(loss, config.learning_rate)
-    model = new_network(config, grid, train_split[2], train_split[3])
+    optimizer, step_fn = _step_fn(loss, config.learning_rate, config.batch)
+    model = new_network(config, grid, train_arrays[2], train_arrays[3])
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
     loaded = _load(out, config, (model, opt_state))
     if loaded is None:
-        constant = constant_loss(config, train_split[3], val_split[3])
+        constant = constant_loss(config, train_arrays[3], np.asarray(val_split[3]))
         dataset = json.loads((Path(data) / MANIFEST).read_text())
         state = {
             "config": config.model_dump(mode="json"),
@@ -210,15 +244,12 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     else:
         (model, opt_state), state = loaded
     key = jax.random.PRNGKey(config.seed + 1)
-    voxels, rows, inputs, targets = (np.asarray(a) for a in train_split)
-    recent: list[float] = []
+    recent: list[jnp.ndarray] = []  # this stretch's losses, left on the device until the next point
     for step in range(state["step"] + 1, config.steps + 1):
-        pick = np.asarray(jax.random.randint(jax.random.fold_in(key, step), (config.batch,), 0, len(rows)))
-        batch = (jnp.asarray(voxels[rows[pick]], dtype=float), jnp.arange(config.batch), jnp.asarray(inputs[pick]), jnp.asarray(targets[pick]))
-        model, opt_state, value = step_fn(model, opt_state, *batch)  # one grid per sample: fixed shapes
-        recent.append(float(value))
+        model, opt_state, value = step_fn(model, opt_state, train_split, key, jnp.uint32(step))  # an array: traced, not a constant
+        recent.append(value)
         if step % config.eval_every == 0 or step == config.steps:
-            state["curves"].append([step, float(np.mean(recent)), evaluate(model, loss, val_split)])
+            state["curves"].append([step, float(np.mean(jax.device_get(recent))), evaluate(model, loss, val_split)])
             recent = []
         if step % config.checkpoint_every == 0 or step == config.steps:
             state["step"] = step
