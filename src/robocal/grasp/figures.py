@@ -1,4 +1,5 @@
-"""The seed's Fig. 7 (grasps broken against torque) and Fig. 8 (deviation densities)."""
+"""The seed's Fig. 7 (grasps broken against torque), Fig. 8 (deviation densities) and Fig. 9
+(the learned estimator's reported force over a sphere of pushes)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,26 @@ def plot_deviation_densities(trials: list[dict], rows: list[dict], path: Path) -
         ax.grid(alpha=0.3)
     axes[0].legend()
     fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_sphere_maps(directions: np.ndarray, maps: dict[str, np.ndarray], path: Path, force: float) -> Path:
+    """Fig. 9: per estimator (label -> reported force norms (n_lat, n_lon), NaN where the grasp
+    breaks) the unit sphere of push directions `directions` (n_lat, n_lon, 3, palm frame)
+    coloured by the force reported for a push of `force` N; one colour scale for all."""
+    top = max(float(np.nanmax(m)) for m in maps.values())
+    colours = plt.get_cmap("viridis")
+    fig = plt.figure(figsize=(4.2 * len(maps), 4.2))
+    for k, (label, values) in enumerate(maps.items(), 1):
+        ax = fig.add_subplot(1, len(maps), k, projection="3d")
+        faces = colours(np.nan_to_num(values, nan=0.0) / top)
+        faces[np.isnan(values)] = (0.8, 0.8, 0.8, 1.0)  # grey: the grasp breaks
+        ax.plot_surface(*np.moveaxis(directions, -1, 0), facecolors=faces, rstride=1, cstride=1, shade=False)
+        ax.set(xlabel="x", ylabel="y", zlabel="z", title=label, box_aspect=(1, 1, 1))
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(0.0, top), cmap=colours), ax=fig.axes, shrink=0.7, pad=0.08)
+    bar.set_label(f"reported force (N) for {force:g} N pushes; grey: grasp breaks")
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

@@ -122,10 +122,13 @@ def compiled(net: Scaled) -> tuple[Callable, Callable]:
 
 @dataclass
 class LearnedEstimator:
-    """The wrench estimator network (module docstring); `voxels` (G, G, G) the object's grid."""
+    """The wrench estimator network (module docstring); `voxels` (G, G, G) the object's grid;
+    `cap` False reports the network's wrench as it is (an estimator trained with plain L2 has
+    no trained scale)."""
 
     net: Scaled
     voxels: np.ndarray
+    cap: bool = True
     _features: np.ndarray | None = field(default=None, init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
     _head: Callable | None = field(default=None, init=False, repr=False)
@@ -141,7 +144,7 @@ class LearnedEstimator:
         out = np.asarray(self._head(self._features, np.r_[self._fixed, q_d, tau_m]))
         wrench, scale = out[:6], float(np.logaddexp(0.0, out[6]))  # softplus
         force = np.linalg.norm(wrench[:3])
-        return wrench * (scale / force) if force > scale else wrench
+        return wrench * (scale / force) if self.cap and force > scale else wrench
 
 
 @dataclass
