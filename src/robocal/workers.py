@@ -1,13 +1,27 @@
 """Worker processes for the long simulations (the grasp evaluation, the learned grasp dataset):
-one map over items whose results come back as they finish, or in this process for one worker."""
+one map over items whose results come back as they finish, or in this process for one worker.
+
+Stopping is part of the design. The workers ignore Ctrl-C; the parent takes it only between
+waits (a Ctrl-C that lands inside the executor's own locks can leave them half released and the
+pool deadlocked: the process then never exits), and ending the block with an error terminates
+the workers, so an interrupted run stops at once and leaves none behind. A worker that dies
+(killed from outside, out of memory) is an error naming that, not a bug.
+"""
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from multiprocessing import get_context
 from typing import Any
+
+from robocal.errors import RobocalError
+
+POLL = 0.2  # s: how often the parent looks for a Ctrl-C while it waits for results
 
 
 class Inline:
@@ -17,24 +31,61 @@ class Inline:
         return (fn(item) for item in items)
 
 
+def _ignore_interrupt() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _interrupt_between_waits() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C only noted while the block runs (in the main thread); the callable says whether one came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield lambda: bool(caught)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Pool:
     """Worker processes (spawned: the parent may hold JAX's threads), results as they come."""
 
     def __init__(self, workers: int):
-        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_ignore_interrupt)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        return (future.result() for future in as_completed([self.executor.submit(fn, item) for item in items]))
+        pending = {self.executor.submit(fn, item) for item in items}
+        with _interrupt_between_waits() as interrupted:
+            while pending:
+                done, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool as exc:
+                        raise RobocalError("a worker process ended abruptly (killed from outside, or out of memory); its work is lost") from exc
+                if interrupted():
+                    raise KeyboardInterrupt
+
+    def terminate(self) -> None:
+        """End the workers now (`ProcessPoolExecutor.terminate_workers` from Python 3.14 on)."""
+        for process in list(getattr(self.executor, "_processes", {}).values()):
+            process.terminate()
 
 
 @contextmanager
 def worker_pool(workers: int) -> Iterator[Inline | Pool]:
-    """`Inline` for one worker, else a `Pool` whose pending work is cancelled when the block ends."""
+    """`Inline` for one worker, else a `Pool` whose pending work is cancelled when the block
+    ends, and whose workers are terminated when it ends with an error or a Ctrl-C."""
     if workers == 1:
         yield Inline()
         return
     pool = Pool(workers)
     try:
         yield pool
+    except BaseException:
+        pool.terminate()
+        raise
     finally:
         pool.executor.shutdown(cancel_futures=True)

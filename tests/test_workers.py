@@ -1,0 +1,87 @@
+"""The worker pool stops cleanly: a Ctrl-C (to the whole process group, as a terminal sends it,
+or to the parent alone, as `timeout -s INT` does) ends the run within seconds with no worker
+left, whenever it lands; a worker killed from outside is an error naming that. Each trial runs a
+pool of two workers sleeping 0.3 s per item in a child process (bounded: 20 s per trial)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CHILD = """
+import sys, time
+from robocal.errors import RobocalError
+from robocal.workers import worker_pool
+try:
+    with worker_pool(2) as pool:
+        for _ in pool.map(time.sleep, [0.3] * 200):
+            print("result", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+except RobocalError as exc:
+    print(f"error: {exc}", flush=True)
+    sys.exit(2)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start() -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "result"  # the workers run
+    return child
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc (Linux)")
+@pytest.mark.parametrize("trial", range(4))
+def test_ctrl_c_ends_the_run_at_once_and_leaves_no_worker(trial):
+    rng = np.random.default_rng(trial)
+    child = _start()
+    workers = _children(child.pid)
+    time.sleep(rng.uniform(0.0, 0.6))  # anywhere in the wait for results
+    if trial % 2:
+        os.killpg(child.pid, signal.SIGINT)  # a terminal's Ctrl-C: the workers get it too
+    else:
+        os.kill(child.pid, signal.SIGINT)  # the parent alone
+    try:
+        out, _ = child.communicate(timeout=20)
+    finally:
+        child.kill()
+    assert child.returncode == 130 and out.strip().endswith("interrupted"), out
+    assert len(workers) >= 2 and not [w for w in workers if _alive(w)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc (Linux)")
+def test_a_killed_worker_is_an_error_not_a_hang():
+    child = _start()
+    workers = [w for w in _children(child.pid) if "spawn_main" in Path(f"/proc/{w}/cmdline").read_text()]
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        out, _ = child.communicate(timeout=20)
+    finally:
+        child.kill()
+    assert child.returncode == 2 and "a worker process ended abruptly" in out, out
