@@ -1,6 +1,6 @@
 """Real-time check of the learned grasp controller (seed paper 002, Sec. IV): time of one
 control cycle = the wrench estimator network + the torque predictor network (their dense
-layers, `LearnedEstimator.estimate` + `LearnedPredictor.offsets`, batch 1, float64, JAX on one
+layers, `LearnedEstimator.estimate` + `LearnedPredictor.offsets`, batch 1, in the weights' dtype (the shipped: float32), JAX on one
 CPU core), the object encoding (both networks' four 3D convolutions) done once per grasp in
 `start` and timed separately. Target: 1 ms per cycle (the paper: 6 ms on a V100).
 

@@ -15,19 +15,23 @@ from scipy.stats import gaussian_kde  # noqa: E402
 LABELS = {"controller": "our controller", "fixed_offsets": "fixed offsets", "without_wrench_estimate": "w/o wrench estimate"}
 
 
-def plot_breaks_vs_torque(rows: list[dict], path: Path) -> Path:
-    """Fig. 7: share of broken grasps against mean torque sum, baselines over their scales."""
+STARS = {"controller": "C3"}  # controllers (one point each, no scale) and their colours
+
+
+def plot_breaks_vs_torque(rows: list[dict], path: Path, labels: dict[str, str] = LABELS, stars: dict[str, str] = STARS) -> Path:
+    """Fig. 7: share of broken grasps against mean torque sum, baselines over their scales;
+    `labels` names the methods to plot (in order), `stars` those drawn as one point."""
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for method in LABELS:
+    for method in labels:
         mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["scale"])
         if not mine:
             continue
         x = [r["torque_sum"] for r in mine]
         y = [100 * (1 - r["kept"]) for r in mine]
-        if method == "controller":
-            ax.plot(x, y, "*", markersize=14, label=LABELS[method], color="C3")
+        if method in stars:
+            ax.plot(x, y, "*", markersize=14, label=labels[method], color=stars[method])
         else:
-            ax.plot(x, y, "o-", label=LABELS[method])
+            ax.plot(x, y, "o-", label=labels[method])
             for r, xi, yi in zip(mine, x, y):
                 ax.annotate(f"{r['scale']:g}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel("mean sum of absolute joint torques (Nm)")
@@ -40,18 +44,19 @@ def plot_breaks_vs_torque(rows: list[dict], path: Path) -> Path:
     return path
 
 
-def plot_deviation_densities(trials: list[dict], rows: list[dict], path: Path) -> Path:
-    """Fig. 8: densities of the largest object deviation per trial, our controller and each
-    baseline at the scale whose mean torque is closest to ours; dashed: 90 % quantiles."""
-    ours = next(r for r in rows if r["method"] == "controller")
-    chosen = {"controller": 1.0}
-    for method in {r["method"] for r in rows} - {"controller"}:
+def plot_deviation_densities(trials: list[dict], rows: list[dict], path: Path, labels: dict[str, str] = LABELS, stars: dict[str, str] = STARS) -> Path:
+    """Fig. 8: densities of the largest object deviation per trial, each controller (`stars`;
+    the first is ours) and each baseline at the scale whose mean torque is closest to ours;
+    dashed: 90 % quantiles."""
+    ours = next(r for r in rows if r["method"] == next(iter(stars)))
+    chosen = {method: 1.0 for method in stars}
+    for method in {r["method"] for r in rows} - set(stars):
         chosen[method] = min((r for r in rows if r["method"] == method), key=lambda r: abs(r["torque_sum"] - ours["torque_sum"]))["scale"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, unit, factor in ((axes[0], "max_translation", "cm", 100.0), (axes[1], "max_rotation", "deg", 180.0 / np.pi)):
-        for i, method in enumerate(m for m in LABELS if m in chosen):
+        for i, method in enumerate(m for m in labels if m in chosen):
             values = factor * np.array([t[key] for t in trials if t["method"] == method and t["scale"] == chosen[method]])
-            label = LABELS[method] + ("" if method == "controller" else f" (scale {chosen[method]:g})")
+            label = labels[method] + ("" if method in stars else f" (scale {chosen[method]:g})")
             grid = np.linspace(0, values.max() * 1.05 + 1e-9, 300)
             if np.ptp(values) > 0:
                 ax.plot(grid, gaussian_kde(values)(grid), color=f"C{i}", label=label)

@@ -1,0 +1,68 @@
+"""The shipped networks on a dataset's test split (objects never trained on): the predictor's
+torque error against the best constant, and per grasp kind the force the minimal-wrench
+estimator reports (capped at its scale, as the controller uses it) and an L2-trained estimator's
+(uncapped) against the applied one, with the ablation's quiet-force figures
+(`ablation.quiet_force`).
+
+Run from the repository root (figures in docs/grasp.md, "Learned controller"):
+    .venv/bin/python examples/learned_grasp/test_split.py --data out/gpu/data --l2 out/gpu/l2/estimator
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from robocal.grasp.learned import ablation, controller, networks
+from robocal.grasp.learned.dataset import load
+from robocal.grasp.learned.training import Scaled, arrays
+
+
+def outputs(net: Scaled, data: dict, network: str) -> tuple[np.ndarray, np.ndarray]:
+    """The network's outputs (S, m') and the targets (S, m) on every sample of a loaded split."""
+    voxels, rows, inputs, targets = arrays(data, network)
+    features = jax.vmap(net.encode)(jnp.asarray(voxels, dtype=float))
+    return np.asarray(jax.vmap(net.head)(features[rows], jnp.asarray(inputs))), targets
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="a `grasp dataset` folder (its test split)")
+    parser.add_argument("--l2", type=Path, required=True, help="the L2 estimator's training run folder")
+    args = parser.parse_args()
+    data, models = load(args.data, "test"), controller.load()
+    kinds = data["kind"][data["grasp"]]
+    print(f"test split: {len(list((args.data / 'test').glob('*.npz')))} objects, {len(data['q_init'])} grasps, {len(kinds)} samples")
+    predicted, torques = outputs(models.predictor, data, "predictor")
+    rms = np.sqrt(np.mean((predicted - torques) ** 2))
+    print(
+        f"predictor: torque RMS error {rms:.3f} Nm against {np.sqrt(np.mean((torques - torques.mean(axis=0)) ** 2)):.3f} Nm for the best constant (the split's own mean)"
+    )
+    l2, _ = controller.load_run(args.l2)
+    for label, net, cap in (("minimal-wrench (shipped)", models.estimator, True), ("L2 (ablation)", l2, False)):
+        out, wrenches = outputs(net, data, "estimator")
+        wrench, scale = (np.asarray(a) for a in networks.split_estimate(jnp.asarray(out)))
+        force = np.linalg.norm(wrench[:, :3], axis=1)
+        shrink = np.minimum(1.0, scale / np.maximum(force, 1e-12)) if cap else np.ones_like(force)
+        reported = wrench[:, :3] * shrink[:, None]
+        for kind in ("power", "precision"):
+            mine = kinds == kind
+            error = np.linalg.norm(reported[mine] - wrenches[mine, :3], axis=1)
+            print(
+                f"{label}, {kind}: applied {np.linalg.norm(wrenches[mine, :3], axis=1).mean():.2f} N on average, reported"
+                f" {np.linalg.norm(reported[mine], axis=1).mean():.2f} N, force error median {np.median(error):.2f} N"
+            )
+        quiet = ablation.quiet_force(net, args.data, "test")
+        print(
+            f"{label}, applied force below {ablation.QUIET} N ({quiet['samples']} samples, {quiet['mean_applied']:.3f} N on average):"
+            f" network force {quiet['mean_network_force']:.3f} N on average"
+            + (f", capped {quiet['mean_force']:.3f} N (largest {quiet['max_force']:.2f} N)" if cap else "")
+        )
+
+
+if __name__ == "__main__":
+    main()
