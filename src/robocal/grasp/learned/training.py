@@ -20,8 +20,8 @@ step)`, so a run resumed from its checkpoint (`checkpoint.eqx` + `state.json`, w
 The splits are put on JAX's default device once (the grids as uint8) and every step draws its
 minibatch there, inside the compiled step: on a GPU nothing but the step number crosses to the
 device per step. `precision="float32"` trains the network in single precision (for a GPU,
-where double-precision convolutions are slow); the weights are then float32, and the
-controller's float64 inputs promote the result to float64.
+where double-precision convolutions are slow); the weights are then float32, and `Scaled`
+casts its inputs to them.
 """
 
 from __future__ import annotations
