@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from robocal.analysis.gauge import modulo_errors
 from robocal.analysis.task_error import task_point_pairs
@@ -159,7 +158,7 @@ def generalization_warnings(measurement: Measurement, training: dict, held_out: 
         )
     distances = np.array([e["distance_from_training"] for e in evidence])
     ratios = np.array([e["after_over_training"] for e in evidence])
-    if len(evidence) >= 3 and ratios.max() > 2.0 and spearmanr(distances, ratios).statistic >= 0.8:
+    if len(evidence) >= 3 and ratios.max() > 2.0 and _rank_correlation(distances, ratios) >= 0.8:
         far = int(np.argmax(ratios))
         warnings.append(
             {
@@ -231,3 +230,10 @@ def evaluate_truth(
         "task": errors,
         "task_modulo_gauge": modulo,
     }
+
+
+def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (scipy.stats, imported here: 0.4 s that every other `evaluate` is spared)."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x, y).statistic)
