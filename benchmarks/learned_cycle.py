@@ -5,7 +5,7 @@ CPU core), the object encoding (both networks' four 3D convolutions) done once p
 `start` and timed separately. Target: 1 ms per cycle (the paper: 6 ms on a V100).
 
 Networks of the paper's shape (grid 48 by default, channels 8-16-32-32, 256 wide): the shipped
-weights when their grid matches, otherwise random weights of that shape (the time does not
+weights when their grid matches, otherwise zero weights of that shape (the time does not
 depend on the values). Inputs: a random voxel grid, joint angles and torques drifting from cycle
 to cycle.
 
@@ -47,7 +47,7 @@ def networks(grid: int):
         if models.observation.grid == grid:
             return models.estimator, models.predictor, "shipped weights"
     nets = [skeleton(TrainConfig(network=name), grid, L) for name in ("estimator", "predictor")]
-    return *nets, "random weights"
+    return *nets, "zero weights"
 
 
 def main() -> None:
