@@ -49,6 +49,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _workers(pid: int) -> list[int]:
+    """The pool's worker processes among the children (not multiprocessing's resource tracker,
+    which leaves by itself once the parent has gone)."""
+    return [w for w in _children(pid) if "spawn_main" in Path(f"/proc/{w}/cmdline").read_text()]
+
+
+def _gone(pids: list[int], within: float = 5.0) -> bool:
+    """Whether every process of `pids` has ended (or is a zombie) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(_alive(p) for p in pids)
+
+
 def _start() -> subprocess.Popen:
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert child.stdout is not None
@@ -61,7 +75,7 @@ def _start() -> subprocess.Popen:
 def test_ctrl_c_ends_the_run_at_once_and_leaves_no_worker(trial):
     rng = np.random.default_rng(trial)
     child = _start()
-    workers = _children(child.pid)
+    workers = _workers(child.pid)
     time.sleep(rng.uniform(0.0, 0.6))  # anywhere in the wait for results
     if trial % 2:
         os.killpg(child.pid, signal.SIGINT)  # a terminal's Ctrl-C: the workers get it too
@@ -72,14 +86,13 @@ def test_ctrl_c_ends_the_run_at_once_and_leaves_no_worker(trial):
     finally:
         child.kill()
     assert child.returncode == 130 and out.strip().endswith("interrupted"), out
-    assert len(workers) >= 2 and not [w for w in workers if _alive(w)]
+    assert len(workers) == 2 and _gone(workers)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc (Linux)")
 def test_a_killed_worker_is_an_error_not_a_hang():
     child = _start()
-    workers = [w for w in _children(child.pid) if "spawn_main" in Path(f"/proc/{w}/cmdline").read_text()]
-    os.kill(workers[0], signal.SIGKILL)
+    os.kill(_workers(child.pid)[0], signal.SIGKILL)
     try:
         out, _ = child.communicate(timeout=20)
     finally:
