@@ -12,16 +12,22 @@ jax.config.update("jax_enable_x64", True)
 SMALL = dict(network="predictor", batch=32, learning_rate=1e-3, width=64, channels=(4, 8, 8, 8), eval_every=25)
 
 
-def test_tiny_run_reduces_validation_loss_and_beats_the_constant(tiny_dataset, tmp_path):
-    config = training.TrainConfig(steps=100, checkpoint_every=50, **SMALL)
-    state = training.train(config, tiny_dataset, tmp_path / "run")
+@pytest.fixture(scope="module")
+def tiny_run(tiny_dataset, tmp_path_factory):
+    """A 100-step float64 predictor run on the tiny dataset: (its state, its folder)."""
+    out = tmp_path_factory.mktemp("run")
+    return training.train(training.TrainConfig(steps=100, checkpoint_every=50, **SMALL), tiny_dataset, out), out
+
+
+def test_tiny_run_reduces_validation_loss_and_beats_the_constant(tiny_run):
+    state, folder = tiny_run
     curves = np.array(state["curves"])
     first, last = curves[0, 2], curves[-1, 2]
     # the torque predictor on an object it never saw: the validation loss falls to under half
     # the untrained network's and under half the best constant's (the training mean)
     assert curves[0, 0] == 0 and last < 0.5 * first
     assert last < 0.5 * state["constant_val_loss"]
-    assert (tmp_path / "run" / training.CURVES).read_text().startswith("<!DOCTYPE html>")
+    assert (folder / training.CURVES).read_text().startswith("<!DOCTYPE html>")
 
 
 def test_a_resumed_run_takes_the_same_steps(tiny_dataset, tmp_path):
@@ -46,12 +52,11 @@ def test_a_resumed_run_takes_the_same_steps(tiny_dataset, tmp_path):
         training.train(config.model_copy(update={"steps": 41}), tiny_dataset, tmp_path / "resumed")
 
 
-def test_a_float32_run_follows_the_float64_run_and_keeps_its_weights_in_float32(tiny_dataset, tmp_path):
+def test_a_float32_run_follows_the_float64_run_and_keeps_its_weights_in_float32(tiny_dataset, tiny_run, tmp_path):
     from robocal.grasp.learned.controller import load_run
 
-    config = training.TrainConfig(steps=100, checkpoint_every=50, **SMALL)
-    double = training.train(config, tiny_dataset, tmp_path / "f64")
-    single = training.train(config.model_copy(update={"precision": "float32"}), tiny_dataset, tmp_path / "f32")
+    double = tiny_run[0]
+    single = training.train(training.TrainConfig(**{**double["config"], "precision": "float32"}), tiny_dataset, tmp_path / "f32")
     # same initial weights (rounded), same minibatches: single precision rounds each step at
     # 6e-8 relative; over 100 Adam steps the validation losses agree to well under 1 %
     a, b = (np.array(run["curves"], dtype=float)[:, 2] for run in (double, single))
