@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -71,6 +72,28 @@ def spread(seconds: list[float]) -> str:
     return f"{statistics.median(seconds):.2f} s ({min(seconds):.2f}-{max(seconds):.2f})"
 
 
+def side_by_side(title: str, ours: Callable, ours_label: str, theirs: Callable, theirs_label: str, repeats: int) -> tuple:
+    """One warm-up run of each (robocal's compilation cache, both tools' bytecode and the page
+    cache), then `repeats` runs alternating robocal and the peer; prints the section's title and
+    its timing table (median, spread, ratio of the medians, load average) and returns the last
+    run's results (ours, theirs). `ours` and `theirs` return (seconds, result)."""
+    ours(), theirs()
+    load = os.getloadavg()[0]
+    mine, peer = [], []
+    for _ in range(repeats):
+        seconds, our_result = ours()
+        mine.append(seconds)
+        seconds, their_result = theirs()
+        peer.append(seconds)
+    ratio = statistics.median(mine) / statistics.median(peer)
+    print(f"\n## {title}")
+    print("| tool | whole process | ratio robocal / peer | load average (1 min, before-after) |")
+    print("|---|---|---|---|")
+    print(f"| {ours_label} | {spread(mine)} | {ratio:.2f} | {load:.1f}-{os.getloadavg()[0]:.1f} |")
+    print(f"| {theirs_label} | {spread(peer)} | | |")
+    return our_result, their_result
+
+
 class Robocal:
     """`python -m robocal ...` with one persistent compilation cache."""
 
@@ -100,22 +123,14 @@ def tiago(python: Path, work: Path, repeats: int) -> None:
         seconds, stdout = timed([str(python), str(HERE / "tiago_figaroh.py"), "--urdf", str(TIAGO_URDF), "--data", str(TIAGO_DATA)])
         return seconds, last_json(stdout)
 
-    ours(), theirs()  # fill robocal's compilation cache; warm both peers' bytecode and the page cache
-    load = os.getloadavg()[0]
-    mine, peer = [], []
-    for _ in range(repeats):
-        seconds, report = ours()
-        mine.append(seconds)
-        seconds, result = theirs()
-        peer.append(seconds)
-    ratio = statistics.median(mine) / statistics.median(peer)
-    print("\n## TIAGo full, held-out protocol v1 (fit on 11-30 15:44, scored on three other sessions)")
-    print("| tool | whole process | ratio robocal / peer | load average (1 min, before-after) |")
-    print("|---|---|---|---|")
-    print(
-        f"| robocal: `calibrate full.yaml` + `evaluate` on the 3 held-out files (2 processes) | {spread(mine)} | {ratio:.2f} | {load:.1f}-{os.getloadavg()[0]:.1f} |"
+    report, result = side_by_side(
+        "TIAGo full, held-out protocol v1 (fit on 11-30 15:44, scored on three other sessions)",
+        ours,
+        "robocal: `calibrate full.yaml` + `evaluate` on the 3 held-out files (2 processes)",
+        theirs,
+        f"FIGAROH {PINNED[0].split('==')[1]}: import + `full_params` calibration + evaluation on 4 sessions (1 process)",
+        repeats,
     )
-    print(f"| FIGAROH {PINNED[0].split('==')[1]}: import + `full_params` calibration + evaluation on 4 sessions (1 process) | {spread(peer)} | | |")
     rmse = {"training": report["training"][0]["measurements"][0]["after"]["rms"] * 1e3}
     for name, evaluation in zip(HELD_OUT, report["evaluations"]):
         rmse[name] = evaluation["measurements"][0]["after"]["rms"] * 1e3
@@ -141,25 +156,19 @@ def mukca(python: Path, work: Path, repeats: int) -> None:
         seconds, stdout = timed([str(python), str(HERE / "mukca_casadi.py"), str(MUKCA)])
         return seconds, last_json(stdout)
 
-    ours(), theirs()
-    load = os.getloadavg()[0]
-    mine, peer = [], []
-    for _ in range(repeats):
-        seconds, out = ours()
-        mine.append(seconds)
-        seconds, result = theirs()
-        peer.append(seconds)
-    ratio = statistics.median(mine) / statistics.median(peer)
+    out, result = side_by_side(
+        "MUKCa panda_1, placement front (xyz + rpy of 8 origins, 48 parameters)",
+        ours,
+        "robocal: `calibrate panda_1_front.yaml`",
+        theirs,
+        f"CasADi {PINNED[3].split('==')[1]} + IPOPT: parse, build, solve (1 process)",
+        repeats,
+    )
     report = json.loads((out / "report.json").read_text())
     estimate = {p["name"]: p["estimate"] for p in report["parameters"]}
     difference = {name: abs(value - estimate[name]) for name, value in result["estimate"].items()}
     worst = max(difference, key=difference.get)
     figures = report["measurements"][0]
-    print("\n## MUKCa panda_1, placement front (xyz + rpy of 8 origins, 48 parameters)")
-    print("| tool | whole process | ratio robocal / peer | load average (1 min, before-after) |")
-    print("|---|---|---|---|")
-    print(f"| robocal: `calibrate panda_1_front.yaml` | {spread(mine)} | {ratio:.2f} | {load:.1f}-{os.getloadavg()[0]:.1f} |")
-    print(f"| CasADi {PINNED[3].split('==')[1]} + IPOPT: parse, build, solve (1 process) | {spread(peer)} | | |")
     print(
         f"\nMAE before -> after, mm: robocal {json_figure(figures, 'before')} -> {json_figure(figures, 'after')}, CasADi {result['mae_before_mm']:.3f} -> {result['mae_after_mm']:.3f}"
     )
