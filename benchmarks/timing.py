@@ -6,6 +6,7 @@ import platform
 import statistics
 from pathlib import Path
 
+from robocal.calibration import free_mask, selection
 from robocal.problem import Problem
 from robocal.solver import solve
 
@@ -20,18 +21,20 @@ def cpu_name() -> str:
 
 
 def report_solve(name: str, problem: Problem, target_seconds: float, repeats: int = 10) -> None:
-    """Print parameters, rows, iterations, compile time (first solve of the process) and the
-    median warm solve time over `repeats`, with its ratio to the target."""
+    """Print parameters (fitted ones: `parameters.select` applied), rows, iterations, compile time
+    (first solve of the process) and the median warm solve time over `repeats`, with its ratio to
+    the target."""
     cfg = problem.config.solver
+    free = free_mask(problem, selection(problem))
 
     def run():
-        return solve(problem.map_problem, problem.theta0, max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
+        return solve(problem.map_problem, problem.theta0, free=free, max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
 
     first = run()
     warm = [run().seconds for _ in range(repeats)]
     median = statistics.median(warm)
     print(
-        f"{name:14s} parameters={len(problem.layout):3d} rows={sum(m.n for m in problem.measurements):4d} iterations={first.iterations:3d} "
+        f"{name:14s} parameters={int(free.sum()):3d} rows={sum(m.n for m in problem.measurements):4d} iterations={first.iterations:3d} "
         f"converged={first.converged} compile={first.compile_seconds:6.2f} s  warm median={median * 1e3:7.1f} ms (min {min(warm) * 1e3:.1f}) "
         f"target {target_seconds * 1e3:.0f} ms -> ratio {median / target_seconds:.2f}"
     )

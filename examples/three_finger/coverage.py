@@ -47,6 +47,7 @@ import yaml
 from robocal.analysis.gauge import align, apply, modulo_jacobians, task_points
 from robocal.analysis.task_error import task_jacobians
 from robocal.analysis.task_uncertainty import Task, predicted_task_error, robot_uncertainty
+from robocal.calibration import free_mask, selection
 from robocal.problem import load_problem
 from robocal.problem.build import jnp_tree
 from robocal.simulation.contact.urdf_hand import simulate_urdf_hand
@@ -95,7 +96,8 @@ def coverage(problem, units: int, seed: int = 2026) -> np.ndarray:
     """(units, 6): per unit, the raw mean task error (m), inside `task.predicted`'s interval, its
     ratio to the predicted mean; the same modulo the gauge against the prediction modulo the gauge.
     The truth is drawn from the whole model's prior (held parameters included)."""
-    whole = problem.unheld if problem.unidentifiable or problem.config.parameters.fixed else problem
+    held = selection(problem)
+    free, whole = free_mask(problem, held), problem.unheld
     measurement, data = whole.measurements[0], whole.measurements[0].data
     project = touching(measurement)
     robot, block, truth_block = problem.robot, problem.layout.blocks["robot"], whole.layout.blocks["robot"]
@@ -106,10 +108,10 @@ def coverage(problem, units: int, seed: int = 2026) -> np.ndarray:
         theta_true = whole.theta0 + rng.normal(0.0, sigma)
         unit = [jnp_tree(project(jnp.asarray(theta_true), jnp_tree(data), jnp.asarray(rng.normal(0.0, SIGMA, rows))))]
         fitted = dataclasses.replace(problem.map_problem, data=unit)
-        (theta,), (converged,) = solve_many(fitted, problem.theta0, [np.ones((1, rows))])
+        (theta,), (converged,) = solve_many(fitted, problem.theta0, [np.ones((1, rows))], free=free)
         assert converged
-        covariance, _ = laplace(fitted, theta, [np.ones(rows)])
-        known = robot_uncertainty(problem, theta, covariance, data=unit)
+        covariance, _ = laplace(fitted, theta, [np.ones(rows)], np.flatnonzero(free))
+        known = robot_uncertainty(problem, theta, covariance, data=unit, held=held)
         estimated, true = task_points(robot, theta[block], q, TASK), task_points(whole.robot, theta_true[truth_block], q, TASK)
         modulo = apply(align(estimated, true, ROTATIONS, False), estimated, False)
         jac = task_jacobians(known.robot, known.theta, q, TASK.reference, TASK.tips)  # on the same configurations as the realized errors

@@ -63,7 +63,7 @@ def score(problem_path: Path, hand, n_test: int = 1000) -> dict:
     report = cal.report()
     predicted = report["task"]["predicted"]
     # modulo the hand's gauge (a common rotation) for every model, also those whose parameters cannot rotate the fingers together
-    known, own = robot_uncertainty(problem, cal.estimate, cal.solution.covariance, cal.solution.masks), problem_task(problem)
+    known, own = robot_uncertainty(problem, cal.estimate, cal.solution.covariance, cal.solution.masks, held=cal.held), problem_task(problem)
     q_own = uniform_cartesian_test_set(known.robot, known.theta, (own.reference, *own.tips), own.n, own.seed)
     projected = modulo_jacobians(own.robot_jacobians(known.robot, known.theta), task_points(known.robot, known.theta, q_own, own), ROTATIONS, False)
     predicted_modulo = predicted_task_error(projected, known.covariance)
@@ -75,7 +75,7 @@ def score(problem_path: Path, hand, n_test: int = 1000) -> dict:
         "interval95": predicted["interval95"],
         "predicted_modulo": predicted_modulo["mean"],
         "gauge": None if report["gauge"] is None else report["gauge"]["components"],
-        "held": len(problem.unidentifiable),
+        "held": len(cal.held),
     }
 
 

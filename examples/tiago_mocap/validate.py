@@ -49,7 +49,7 @@ def rmse_table(models=tuple(REFERENCE), floors=("full",)) -> dict[str, dict]:
         errors = measurement_errors(measurement, jax.tree.map(lambda *parts: np.concatenate(parts), *sessions), cal.estimate)
         ends = np.cumsum([len(s.q) for s in sessions])
         rmse = [summarize(e)["rms"] * 1e3 for e in np.split(errors, ends[:-1])]
-        out[model] = {"n_parameters": len(problem.layout), "rmse_mm": rmse}
+        out[model] = {"n_parameters": int(cal.free.sum()), "rmse_mm": rmse}  # fitted: parameters.select applied
         if model in floors:
             out[model]["floor_mm"] = [session_floor(measurement, cal.estimate, data) for data in sessions[1:]]
     return out

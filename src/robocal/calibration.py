@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from robocal.analysis.gauge import GaugeFix, fix_gauge, predicted_modulo
-from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
+from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, identifiable_subset, spectrum
 from robocal.analysis.observability import scaled_condition_number
 from robocal.analysis.task_uncertainty import Task, predicted_task_error, robot_uncertainty
 from robocal.analysis.verdict import Verdict, judge
@@ -36,10 +36,18 @@ class Calibration:
     conditioning: dict[str, float | None]  # Schroer-scaled condition number: per measurement, and "all"
     crossval: dict | None = None  # CrossValidation.report() where one was run (calibrate --crossval): feeds the verdict
     gauge: GaugeFix | None = None  # the gauge the estimate was fixed in (robocal.analysis.gauge), where the problem has one
+    held: tuple[str, ...] = ()  # robot parameters held at nominal by `parameters.select: identifiable` (`selection`)
 
     @property
     def estimate(self) -> np.ndarray:
+        """(p,) every parameter of the problem's layout, the held ones at nominal."""
         return self.solution.theta
+
+    @property
+    def free(self) -> np.ndarray:
+        """(p,) bool: the parameters the fit estimated (all but the held ones); `parameters()`,
+        `identifiability` and the covariance's nonzero block are over these."""
+        return free_mask(self.problem, self.held)
 
     @cached_property
     def metrics(self) -> list[dict]:
@@ -58,7 +66,8 @@ class Calibration:
                 "std": float(s) if np.isfinite(s) else None,
                 "prior_sigma": p.prior_sigma,
             }
-            for p, b, e, s in zip(self.problem.layout.parameters, self.baseline, self.estimate, self.solution.std)
+            for p, b, e, s, free in zip(self.problem.layout.parameters, self.baseline, self.estimate, self.solution.std, self.free)
+            if free
         ]
 
     def rejected(self) -> list[dict]:
@@ -83,7 +92,7 @@ class Calibration:
         if task is None:
             return None
         # Parameters held at nominal count with their prior: the data did not make them nominal.
-        known = robot_uncertainty(self.problem, self.estimate, self.solution.covariance, self.solution.masks)
+        known = robot_uncertainty(self.problem, self.estimate, self.solution.covariance, self.solution.masks, held=self.held)
         jacobians = task.robot_jacobians(known.robot, known.theta)
         predicted = predicted_task_error(jacobians, known.covariance)
         # Mean squared whitened residual (prior terms included): about 1 when the sigmas are right
@@ -125,7 +134,7 @@ class Calibration:
                 "rank": self.identifiability.rank,
                 "threshold": self.identifiability.threshold,
                 "kernel": self.identifiability.kernel,
-                "unidentifiable_fixed": list(self.problem.unidentifiable),
+                "unidentifiable_fixed": list(self.held),
                 "scaled_condition_number": self.conditioning,
             },
             "rejected": self.rejected(),
@@ -203,9 +212,28 @@ def solver_options(problem: Problem) -> dict:
     return dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
 
 
-def closed_form_solution(problem: Problem, estimates: list[ClosedForm | None], masks: list[np.ndarray]) -> Solution:
-    """`solver.method: closed_form`: the one measurement's closed-form estimate, with the posterior
-    covariance of the MAP model at it (so std and identifiability read as after a MAP fit)."""
+def selection(problem: Problem) -> tuple[str, ...]:
+    """The robot parameters `parameters.select: identifiable` holds at nominal: those outside a
+    base set the problem's data identify at nominal (pivoted QR after the frame and marker
+    columns: `identifiable_subset`); none with `select: all`. The Jacobian is the one the fit
+    then uses (same compiled function): choosing costs no second trace of the problem."""
+    if problem.config.parameters.select != "identifiable" or "robot" not in problem.layout.blocks:
+        return ()
+    robot = np.zeros(len(problem.layout), bool)
+    robot[problem.layout.blocks["robot"]] = True  # drive parameters are never held: three, and each observable
+    keep = identifiable_subset(problem.unweighted_jacobian(problem.theta0), robot)
+    return tuple(name for name, r, k in zip(problem.layout.names, robot, keep) if r and not k)
+
+
+def free_mask(problem: Problem, held: tuple[str, ...]) -> np.ndarray:
+    """(p,) bool: the problem's parameters but the `held` ones."""
+    return np.array([name not in held for name in problem.layout.names], bool)
+
+
+def closed_form_solution(problem: Problem, estimates: list[ClosedForm | None], masks: list[np.ndarray], free: np.ndarray) -> Solution:
+    """`solver.method: closed_form`: the one measurement's closed-form estimate of the `free`
+    parameters, with the posterior covariance of the MAP model at it (so std and identifiability
+    read as after a MAP fit)."""
     offering = [(m, e) for m, e in zip(problem.measurements, estimates) if e is not None]
     if len(offering) != 1:
         have = ", ".join(m.name for m, _ in offering) or "none"
@@ -216,14 +244,17 @@ def closed_form_solution(problem: Problem, estimates: list[ClosedForm | None], m
         )
     theta = problem.theta0.copy()
     for index, value in offering[0][1].values.items():
-        theta[index] = value
+        if free[index]:
+            theta[index] = value
     started = time.perf_counter()
-    covariance, cost = laplace(problem.map_problem, theta, masks)
+    covariance, cost = laplace(problem.map_problem, theta, masks, np.flatnonzero(free))
     return Solution(theta, covariance, np.sqrt(np.diag(covariance)), 0, True, time.perf_counter() - started, 0.0, cost, masks)
 
 
 def calibrate(problem: Problem) -> Calibration:
     cfg, options = problem.config.solver, solver_options(problem)
+    held = selection(problem)
+    free = free_mask(problem, held)
     # Rows a measurement's own closed form left out (odometry's trimming) stay out of every fit.
     estimates = [m.closed_form(problem.theta0) for m in problem.measurements]
     masks = [np.ones(m.n) if e is None else e.keep.astype(float) for m, e in zip(problem.measurements, estimates)]
@@ -235,27 +266,36 @@ def calibrate(problem: Problem) -> Calibration:
     if not_model.any():
         baseline = fit(problem.map_problem, baseline, free=not_model, masks=masks, **options)
     if cfg.method == "closed_form":
-        solution = closed_form_solution(problem, estimates, masks)
+        solution = closed_form_solution(problem, estimates, masks, free)
     elif cfg.method == "scaled_svd":
         if cfg.huber is not None or cfg.outlier_threshold is not None:
             raise InputError(
                 problem.path, "method scaled_svd is plain least squares: it takes no huber or outlier_threshold (use method: map)", field="solver.method"
             )
-        solution = solve_scaled_svd(problem.map_problem, baseline, masks, *problem.stacked_points(), max_iterations=cfg.max_iterations, tolerance=cfg.tolerance)
+        solution = solve_scaled_svd(
+            problem.map_problem, baseline, masks, *problem.stacked_points(), free=free, max_iterations=cfg.max_iterations, tolerance=cfg.tolerance
+        )
     else:
         solution = solve(
-            problem.map_problem, baseline, masks=masks, outlier_threshold=cfg.outlier_threshold, max_rejection_rounds=cfg.max_rejection_rounds, **options
+            problem.map_problem,
+            baseline,
+            free=free,
+            masks=masks,
+            outlier_threshold=cfg.outlier_threshold,
+            max_rejection_rounds=cfg.max_rejection_rounds,
+            **options,
         )
     solution.rejections = left_out + solution.rejections
     gauge = None
     task = problem_task(problem)
     if task is not None and cfg.method == "map":
-        gauge = fix_gauge(problem, solution.theta, task, solution.masks)
+        gauge = fix_gauge(problem, solution.theta, task, solution.masks, free)
         if gauge is not None:  # the estimate moved along what the data do not see: the same fit, its uncertainty there
-            covariance, cost = laplace(problem.map_problem, gauge.theta, solution.masks)
+            covariance, cost = laplace(problem.map_problem, gauge.theta, solution.masks, np.flatnonzero(free))
             solution = replace(solution, theta=gauge.theta, covariance=covariance, std=np.sqrt(np.diag(covariance)), cost=cost)
-    jac = problem.unweighted_jacobian(solution.theta, solution.masks)
-    return Calibration(problem, baseline, solution, identifiability(jac, problem.layout.names), conditioning(problem, jac, solution.masks), gauge=gauge)
+    jac = problem.unweighted_jacobian(solution.theta, solution.masks)[:, free]
+    names = [name for name, f in zip(problem.layout.names, free) if f]
+    return Calibration(problem, baseline, solution, identifiability(jac, names), conditioning(problem, jac, solution.masks), gauge=gauge, held=held)
 
 
 def problem_task(problem: Problem) -> Task | None:

@@ -26,11 +26,11 @@ from robocal.simulation.testset import uniform_cartesian_test_set
 
 
 def load_stored(problem_path: Path, result: Path, force: bool = False, warn=None) -> tuple[Problem, StoredResult]:
-    """The problem as it was fitted (stored frames and parameter selection) and the stored result
-    (`StoredResult.vectors` gives its parameter vectors in the problem's order). A problem, robot
+    """The problem as it was fitted (stored frames) and the stored result (`StoredResult.vectors`
+    gives its parameter vectors in the problem's order, those the fit held at nominal there). A problem, robot
     or training data file changed since the fit is refused, or with `force` passed to `warn`."""
     stored = read_results(result)
-    problem = load_problem(problem_path, frame_initials=stored.frame_initials, unidentifiable=stored.unidentifiable)
+    problem = load_problem(problem_path, frame_initials=stored.frame_initials)
     check_inputs(stored.inputs, problem, result, force, warn)
     return problem, stored
 

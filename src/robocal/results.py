@@ -121,12 +121,12 @@ class StoredResult:
     frame_initials: dict[str, np.ndarray]
     baseline: dict[str, float]
     estimate: dict[str, float]
-    unidentifiable: tuple[str, ...]
     inputs: dict[str, dict[str, str]] | None  # report.json `inputs`: role -> path, sha256 (None: an older result)
     gauge_twists: np.ndarray | None  # (k, 6) report.json `gauge`'s twists, the gauge the fit fixed (None: none)
 
     def vectors(self, names: list[str], nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(baseline, estimate) vectors in a problem's parameter order; absent names keep nominal."""
+        """(baseline, estimate) vectors in a problem's parameter order; absent names (held at
+        nominal by the fit: parameters.select) keep nominal."""
         before, after = nominal.copy(), nominal.copy()
         for i, name in enumerate(names):
             if name in self.estimate:
@@ -144,7 +144,6 @@ def read_results(folder: Path) -> StoredResult:
         params = report["parameters"]
         baseline = {p["name"]: float(p["baseline"]) for p in params}
         estimate = {p["name"]: float(p["estimate"]) for p in params}
-        unidentifiable = tuple(report["identifiability"].get("unidentifiable_fixed", ()))
         inputs = report.get("inputs")
         gauge = report.get("gauge")
         twists = np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]]) if gauge else None
@@ -155,4 +154,4 @@ def read_results(folder: Path) -> StoredResult:
         initials = {name: _from_pose(f["initial"]) for name, f in frames.items()}
     except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(frames_path, f"not a robocal frames file ({type(exc).__name__}: {exc})") from None
-    return StoredResult(initials, baseline, estimate, unidentifiable, inputs, twists)
+    return StoredResult(initials, baseline, estimate, inputs, twists)

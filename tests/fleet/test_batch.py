@@ -152,8 +152,8 @@ def test_structure_key(fleet, tmp_path):
 def test_derived_problem_equals_loaded(fleet, tmp_path):
     """A session derived from the template of its non-data files (robocal.fleet.loading) is the
     problem load_problem builds: same layout, data and source lines, the same calibration to the
-    last bit; a changed robot file makes a template of its own, and `select: identifiable` (chosen
-    on the data) is loaded in full."""
+    last bit; a changed robot file makes a template of its own, and so does `select: identifiable`
+    (a changed problem file), whose later sessions derive from it: the fit chooses what it holds."""
     import hashlib
 
     from robocal.fleet import loading
@@ -206,6 +206,9 @@ def test_derived_problem_equals_loaded(fleet, tmp_path):
     for f in sessions[3].iterdir():
         (select / f.name).write_bytes(f.read_bytes())
     (select / "problem.yaml").write_text((select / "problem.yaml").read_text().replace("parameters:\n", "parameters:\n  select: identifiable\n"))
-    for _ in range(2):
-        assert not loading.derivable(loading.load_session(select / "problem.yaml", files(select)))
-    assert len(loading._templates) == count + 1
+    selected = [loading.load_session(select / "problem.yaml", files(select)) for _ in range(2)]
+    newest = loading._templates[next(reversed(loading._templates))]
+    assert loading.derivable(selected[1]) and selected[1].tree is newest.tree and len(loading._templates) == count + 2
+    a, b = calibrate(selected[1]), calibrate(load_problem(select / "problem.yaml"))
+    assert a.held == b.held
+    np.testing.assert_array_equal(a.estimate, b.estimate)

@@ -113,7 +113,7 @@ class CrossValidation:
 
     def spread(self) -> list[dict]:
         """Per robot parameter: the standard deviation of its estimate over the folds (SI units)."""
-        layout, model = self.calibration.problem.layout, self.calibration.problem.model_parameters()
+        layout, model = self.calibration.problem.layout, self.calibration.problem.model_parameters() & self.calibration.free
         std = np.std(np.stack([f.solution.theta for f in self.folds]), axis=0)
         return [{"name": p.name, "unit": p.unit, "std": float(s)} for p, s, m in zip(layout.parameters, std, model) if m]
 
@@ -222,7 +222,7 @@ def cross_validate(
     folds = []
     for f in range(k):
         train = [(a != f) & kp for a, kp in zip(assignment, keep)]
-        solution = solve(map_problem, cal.baseline, masks=train, **options)
+        solution = solve(map_problem, cal.baseline, free=cal.free, masks=train, **options)  # the calibration's held parameters stay held
         held_out = [(a == f) & kp for a, kp in zip(assignment, keep)]
         folds.append(Fold(f, solution, train, held_out, evaluate(error_fns, solution.theta), evaluate(row_fns, solution.theta)))
         if done is not None:

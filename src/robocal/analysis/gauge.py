@@ -246,8 +246,9 @@ def _representable(jac: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np
     return whitened @ keep, solution @ keep
 
 
-def find_gauge(problem: Problem, theta: np.ndarray, task: Task, masks: list[np.ndarray] | None = None) -> Gauge | None:
-    """The gauge of the problem at theta for the task (module docstring), or None."""
+def find_gauge(problem: Problem, theta: np.ndarray, task: Task, masks: list[np.ndarray] | None = None, free: np.ndarray | None = None) -> Gauge | None:
+    """The gauge of the problem at theta for the task (module docstring), or None; `free` (p,)
+    bool: the parameters the fit estimates (default all), the only ones a gauge motion moves."""
     robot, tree = problem.robot, problem.tree
     if robot is None or tree is None or robot.sensors is not None:
         return None
@@ -257,6 +258,8 @@ def find_gauge(problem: Problem, theta: np.ndarray, task: Task, masks: list[np.n
     block = problem.layout.blocks["robot"]
     q = sample_configurations(tree, SAMPLES, seed=0)
     jac, poses = (np.asarray(a) for a in _pose_jacobian(jnp.asarray(theta[block]), jnp.asarray(q), robot, links))
+    if free is not None:
+        jac = jac * free[block]  # a held parameter does not move: no least-squares direction uses it
     targets = _twist_targets(poses[:, :, :3, 3])
     twists, robot_dirs = _representable(jac.reshape(-1, jac.shape[-1]), targets.reshape(-1, 6))
     if twists.shape[1] == 0:
@@ -299,10 +302,11 @@ def _pose_errors(target: np.ndarray, poses: np.ndarray) -> np.ndarray:
     return np.concatenate([target[..., :3, 3] - poses[..., :3, 3], rotation], axis=-1)
 
 
-def realize(robot: RobotModel, theta: np.ndarray, links: tuple[str, ...], g: np.ndarray) -> np.ndarray | None:
+def realize(robot: RobotModel, theta: np.ndarray, links: tuple[str, ...], g: np.ndarray, free: np.ndarray) -> np.ndarray | None:
     """Robot parameters that place every link of `links` at g T(theta) (the rigid motion g of the
     root frame applied to them) at SAMPLES configurations, to POSE_TOLERANCE: Gauss-Newton with
-    least-norm steps from theta. None where it cannot (the motion is not representable)."""
+    least-norm steps from theta over the `free` (P,) ones. None where it cannot (the motion is not
+    representable)."""
     q = jnp.asarray(sample_configurations(robot.tree, SAMPLES, seed=0))
     target = g @ np.asarray(_pose_jacobian(jnp.asarray(theta), q, robot, links)[1])
     current = np.array(theta, dtype=float)
@@ -311,7 +315,7 @@ def realize(robot: RobotModel, theta: np.ndarray, links: tuple[str, ...], g: np.
         error = _pose_errors(target, poses)
         if np.abs(error).max() <= POSE_TOLERANCE:
             return current
-        current = current + np.linalg.lstsq(jac.reshape(-1, jac.shape[-1]), error.ravel(), rcond=RCOND)[0]
+        current = current + np.linalg.lstsq((jac * free).reshape(-1, jac.shape[-1]), error.ravel(), rcond=RCOND)[0]
     return None
 
 
@@ -338,20 +342,22 @@ def task_points(robot: RobotModel, theta: np.ndarray, q: np.ndarray, task: Task)
     return task_vectors(batch_link_poses(robot, theta, q, (task.reference, *task.tips)), len(task.tips))
 
 
-def fix_gauge(problem: Problem, theta: np.ndarray, task: Task, masks: list[np.ndarray]) -> GaugeFix | None:
+def fix_gauge(problem: Problem, theta: np.ndarray, task: Task, masks: list[np.ndarray], free: np.ndarray | None = None) -> GaugeFix | None:
     """The estimate moved along the problem's gauge (if it has one) so that the task's reference
     frame stays at nominal: the task points on the task's test set best aligned with the nominal
     robot's (module docstring). None without a gauge, or where the motion cannot be reproduced
-    by the parameters to POSE_TOLERANCE (then the estimate stays as the solver left it)."""
+    by the `free` parameters (default all; the others stay) to POSE_TOLERANCE (then the estimate
+    stays as the solver left it)."""
+    free = np.ones(len(theta), bool) if free is None else np.asarray(free, bool)
     from robocal.solver.map import rows_and_jacobian
 
-    gauge = find_gauge(problem, theta, task, masks)
+    gauge = find_gauge(problem, theta, task, masks, free)
     if gauge is None or problem.robot is None:
         return None
     robot, block = problem.robot, problem.layout.blocks["robot"]
     q = uniform_cartesian_test_set(robot, robot.nominal, (task.reference, *task.tips), task.n, task.seed)
     g = align(task_points(robot, theta[block], q, task), task_points(robot, robot.nominal, q, task), gauge.twists, gauge.points)
-    moved = realize(robot, theta[block], gauge.links, g)
+    moved = realize(robot, theta[block], gauge.links, g, free[block])
     if moved is None:
         return None
     fixed = np.array(theta, dtype=float)

@@ -119,35 +119,39 @@ class RobotUncertainty:
     held: tuple[str, ...]
 
 
-def robot_uncertainty(problem, theta: np.ndarray, covariance: np.ndarray, masks: list[np.ndarray] | None = None, data: list | None = None) -> RobotUncertainty:
+def robot_uncertainty(
+    problem, theta: np.ndarray, covariance: np.ndarray, masks: list[np.ndarray] | None = None, data: list | None = None, held: Sequence[str] = ()
+) -> RobotUncertainty:
     """Every parameter of the problem's parameterization with the uncertainty of its estimate: a
-    parameter held at nominal (parameters.fixed, select: identifiable) is not known to be nominal,
-    it is known to its prior, and the fitted parameters that the data tie to it absorb its
-    deviation (module docstring). theta (p,) and covariance (p, p): the problem's estimate and
-    posterior; masks: the rows the fit kept (default all); data: the measurements' data the fit
-    used (default the problem's)."""
+    parameter held at nominal (left out by parameters.fixed, or `held` in the layout by select:
+    identifiable) is not known to be nominal, it is known to its prior, and the fitted parameters
+    that the data tie to it absorb its deviation (module docstring). theta (p,) and covariance
+    (p, p): the problem's estimate and posterior (zero rows for the `held` ones); masks: the rows
+    the fit kept (default all); data: the measurements' data the fit used (default the problem's)."""
     block = problem.layout.blocks["robot"]
-    if not (problem.unidentifiable or problem.config.parameters.fixed):
+    if not (held or problem.config.parameters.fixed):
         return RobotUncertainty(problem.robot, theta[block], covariance[block, block], ())
     unheld = problem.unheld
     names = unheld.layout.names
-    at = np.array([names.index(name) for name in problem.layout.names])
-    held = np.setdiff1d(np.arange(len(names)), at)
+    fitted = np.array([i for i, name in enumerate(problem.layout.names) if name not in held], dtype=int)  # in the problem's layout
+    at = np.array([names.index(problem.layout.names[i]) for i in fitted], dtype=int)  # the same, in the unheld layout
+    held_at = np.setdiff1d(np.arange(len(names)), at)
     full_theta = unheld.theta0.copy()
-    full_theta[at] = theta
+    full_theta[[names.index(name) for name in problem.layout.names]] = theta
+    covariance = covariance[np.ix_(fitted, fitted)]
     blocks, jac = rows_and_jacobian(replace(unheld.map_problem, data=data or unheld.map_problem.data), full_theta)
     rows = np.concatenate([np.repeat(m, b.shape[1]) for b, m in zip(blocks, masks or [np.ones(len(b)) for b in blocks])]) > 0
-    prior = np.asarray(unheld.map_problem.prior_sqrt_precision, dtype=float)[held] ** -2.0  # inf where no prior
+    prior = np.asarray(unheld.map_problem.prior_sqrt_precision, dtype=float)[held_at] ** -2.0  # inf where no prior
     known = np.isfinite(prior)
     # The fitted parameters' error per unit of the held ones' deviation (the fit absorbs J_h dh): C J_f^T J_h.
-    response = np.where(np.isfinite(covariance), covariance, 0.0) @ jac[rows][:, at].T @ jac[rows][:, held[known]]
+    response = np.where(np.isfinite(covariance), covariance, 0.0) @ jac[rows][:, at].T @ jac[rows][:, held_at[known]]
     full_cov = np.zeros((len(names), len(names)))
     full_cov[np.ix_(at, at)] = covariance + (response * prior[known]) @ response.T
-    full_cov[np.ix_(at, held[known])] = -response * prior[known]
-    full_cov[np.ix_(held[known], at)] = full_cov[np.ix_(at, held[known])].T
-    full_cov[held, held] = prior
+    full_cov[np.ix_(at, held_at[known])] = -response * prior[known]
+    full_cov[np.ix_(held_at[known], at)] = full_cov[np.ix_(at, held_at[known])].T
+    full_cov[held_at, held_at] = prior
     robot = unheld.layout.blocks["robot"]
-    return RobotUncertainty(unheld.robot, full_theta[robot], full_cov[robot, robot], tuple(names[i] for i in held))
+    return RobotUncertainty(unheld.robot, full_theta[robot], full_cov[robot, robot], tuple(names[i] for i in held_at))
 
 
 def predicted_task_error(jacobians: np.ndarray, covariance: np.ndarray) -> dict[str, float | list[float] | None]:

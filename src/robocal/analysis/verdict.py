@@ -67,6 +67,10 @@ class Judged(Protocol):
     def metrics(self) -> list[dict]: ...
     @property
     def gauge(self) -> GaugeFix | None: ...
+    @property
+    def held(self) -> tuple[str, ...]: ...
+    @property
+    def free(self) -> np.ndarray: ...
     def parameters(self) -> list[dict]: ...
 
 
@@ -157,7 +161,7 @@ def unheld_directions(cal: Judged) -> int:
     basis = cal.identifiability.basis
     if basis is None or basis.shape[1] == 0:
         return 0
-    held = basis.T @ (np.asarray(cal.problem.map_problem.prior_sqrt_precision)[:, None] ** 2 * basis)
+    held = basis.T @ (np.asarray(cal.problem.map_problem.prior_sqrt_precision)[cal.free, None] ** 2 * basis)
     w = np.linalg.eigvalsh(held)
     return int((w <= 1e-12 * max(float(w.max()), 1e-300)).sum())
 
@@ -178,9 +182,9 @@ def identifiability_findings(cal: Judged) -> list[Finding]:
                 {"rank": ident.rank, "n_parameters": ident.n_parameters, "unheld": unheld, "directions": ident.kernel, "parameters": involved},
             )
         )
-    held = list(cal.problem.unidentifiable)
+    held = list(cal.held)
     if held:
-        total = len(held) + int(cal.problem.model_parameters().sum())  # the robot's parameters, held ones included
+        total = int(cal.problem.model_parameters().sum())  # the robot's parameters, held ones included
         out.append(
             Finding(
                 "held_at_nominal",
@@ -195,7 +199,7 @@ def identifiability_findings(cal: Judged) -> list[Finding]:
 
 def parameter_findings(cal: Judged, cfg: VerdictConfig) -> list[Finding]:
     """Sizes of the parameter changes (robot model only for plausibility) and their determination."""
-    model = cal.problem.model_parameters()
+    model = cal.problem.model_parameters()[cal.free]  # parameters() lists the free ones
     implausible, beyond, weak = [], [], []
     for p, is_model in zip(cal.parameters(), model):
         change, sigma, std = p["estimate"] - p["nominal"], p["prior_sigma"], p["std"]

@@ -14,7 +14,7 @@ the data. Their residual functions then differ in the data alone, so
   and so do its before/after metrics (`group_metrics`; the errors to rounding, 1e-15 relative).
 
 `calibrate_group` is `robocal.calibration.calibrate` for such a group (method `map`, no
-measurement with a closed form; any other problem is calibrated on its own): the same baseline
+measurement with a closed form, all parameters fitted; any other problem is calibrated on its own): the same baseline
 fit, MAP fit with rejection rounds, Laplace covariance, identifiability and conditioning, so each
 unit's report, verdict and criteria read as `robocal calibrate` writes them (to rounding: the
 tests hold the estimates to 1e-9 relative).
@@ -43,11 +43,16 @@ def _data_paths(problem: Problem) -> list[Path]:
 
 def structure_key(problem: Problem) -> str | None:
     """A digest of everything in `problem` but its measurement data (module doc); None where the
-    problem is not solved in batches (a method other than `map`, or a measurement with a closed
-    form, which `calibrate` handles on its own). All but the data's shapes is digested once per
+    problem is not solved in batches (a method other than `map`, a measurement with a closed
+    form, or `parameters.select: identifiable`, whose held parameters each unit's data choose:
+    `calibrate` handles these on its own). All but the data's shapes is digested once per
     problem object and kept with it, so the problems derived from one template
     (robocal.fleet.loading, which copies it) share that part."""
-    if problem.config.solver.method != "map" or any(m.closed_form(problem.theta0) is not None for m in problem.measurements):
+    if (
+        problem.config.solver.method != "map"
+        or problem.config.parameters.select == "identifiable"
+        or any(m.closed_form(problem.theta0) is not None for m in problem.measurements)
+    ):
         return None
     if "_static_key" not in problem.__dict__:
         problem.__dict__["_static_key"] = _static_key(problem)
@@ -67,7 +72,6 @@ def _static_key(problem: Problem) -> str:
     digest.update(problem.config.model_dump_json().encode())
     layout = problem.layout
     digest.update("\0".join(layout.names).encode() + np.asarray(layout.nominal, float).tobytes() + np.asarray(layout.prior_precision_sqrt(), float).tobytes())
-    digest.update("\0".join(problem.unidentifiable).encode())
     for name, frame in sorted(problem.frames.items()):
         digest.update(name.encode() + np.asarray(frame.initial, float).tobytes())
     return digest.hexdigest()

@@ -5,8 +5,7 @@ and validated, robot built, parameter layout, every check) and kept by the proce
 template, and each later session is derived from it (`derive`): the template's configuration,
 robot and layout with the session's own data files read, the Problem `load_problem` builds from
 the same files. Problems whose assembly reads more of the data than its rows (frames with
-`initial: auto`, guessed from the data; `parameters.select: identifiable`, chosen on them) are
-always loaded in full.
+`initial: auto`, guessed from the data) are always loaded in full.
 
 A template's files are kept in a folder of the process (its robot's URDF is the source of every
 derived unit's calibrated URDF), removed with it.
@@ -38,8 +37,7 @@ _data_files: OrderedDict[tuple[str, str], frozenset[str] | None] = OrderedDict()
 
 def derivable(problem: Problem) -> bool:
     """Whether the problem is assembled from its data by reading them alone (module doc)."""
-    config = problem.config
-    return config.parameters.select != "identifiable" and all(frame.initial != "auto" for frame in config.frames.values())
+    return all(frame.initial != "auto" for frame in problem.config.frames.values())
 
 
 def data_files(problem: Problem) -> frozenset[str] | None:

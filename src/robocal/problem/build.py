@@ -45,9 +45,8 @@ def joint_modes(tree: KinematicTree, config, path: Path) -> dict[str, Mode]:
 class Problem:
     """A calibration problem: parameters, their priors, and the measurement blocks."""
 
-    def __init__(self, config: ProblemConfig, path: Path, frame_initials: dict[str, np.ndarray] | None = None, unidentifiable: tuple[str, ...] = ()):
-        """`unidentifiable`: robot parameters dropped by `parameters.select: identifiable`."""
-        self.config, self.path, self.unidentifiable = config, path, unidentifiable
+    def __init__(self, config: ProblemConfig, path: Path, frame_initials: dict[str, np.ndarray] | None = None):
+        self.config, self.path = config, path
         self.layout = ParameterLayout()
         self.tree, self.robot = self._load_robot()
         robot_block = self.layout.add("robot", list(self.robot.parameters) if self.robot else [])
@@ -123,11 +122,14 @@ class Problem:
 
     @cached_property
     def unheld(self) -> Problem:
-        """The problem with every parameter of its parameterization fitted: those held at nominal
-        (parameters.fixed, select: identifiable) decide what is fitted, not what is uncertain.
-        Same data, frames as guessed here; built once, so its compiled rows serve every later call."""
+        """The problem with every parameter of its parameterization in its layout: those
+        `parameters.fixed` leaves out decide what is fitted, not what is uncertain. The problem
+        itself where nothing is fixed; else built once (same data, frames as guessed here), so its
+        compiled rows serve every later call."""
         if self.tree is None or self.robot is None:
             raise RobocalError(f"{self.path}: the problem has no robot")
+        if not self.config.parameters.fixed:
+            return self
         config = self.config.model_copy(update={"parameters": self.config.parameters.model_copy(update={"fixed": []})})
         return Problem(config, self.path, {name: frame.initial for name, frame in self.frames.items() if frame.initial is not None})
 
@@ -155,7 +157,7 @@ class Problem:
                 )
         modes = joint_modes(tree, config.parameters, path)  # its own errors name their field (parameters.joints.<pattern>)
         try:
-            return tree, RobotModel(tree, modes, fixed=[*config.parameters.fixed, *self.unidentifiable], sensors=sensors)
+            return tree, RobotModel(tree, modes, fixed=config.parameters.fixed, sensors=sensors)
         except RobocalError as exc:
             raise InputError(path, str(exc), field="parameters") from None
 
@@ -227,33 +229,14 @@ def jnp_tree(data: dict) -> dict:
     return jax.tree.map(jnp.asarray, data)
 
 
-def unidentifiable_robot_parameters(problem: Problem) -> tuple[str, ...]:
-    """Robot parameters outside a base set identifiable from the problem's data at nominal."""
-    from robocal.analysis.identifiability import identifiable_subset
-
-    robot = np.zeros(len(problem.layout), bool)
-    robot[problem.layout.blocks["robot"]] = True  # drive parameters are never dropped: three, and each observable
-    keep = identifiable_subset(problem.unweighted_jacobian(problem.theta0), robot)
-    return tuple(name for name, r, k in zip(problem.layout.names, robot, keep) if r and not k)
-
-
-def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None = None, unidentifiable: tuple[str, ...] | None = None) -> Problem:
-    """Load and assemble a problem file (YAML, or a URDF carrying a calibration description). `frame_initials` and `unidentifiable` restore a stored
-    result's frames and parameter selection (evaluation must use the model that was fitted)."""
+def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None = None) -> Problem:
+    """Load and assemble a problem file (YAML, or a URDF carrying a calibration description).
+    `frame_initials` restores a stored result's frames (evaluation must use the model that was
+    fitted). `parameters.select` is not applied here: the fit chooses what it holds
+    (robocal.calibration.selection), with the problem's compiled Jacobian."""
     path = Path(path)
     if is_description(path):
         config = validate_mapping(path, extract(path)[0], problem_config())
     else:
         config = load_yaml_model(path, problem_config())
-    if unidentifiable is not None:
-        return Problem(config, path, frame_initials, unidentifiable)
-    problem = Problem(config, path, frame_initials)
-    if config.parameters.select == "identifiable":
-        # Dropping parameters leaves the nominal robot as it is, and so the frames guessed at it:
-        # they are handed over instead of being guessed (and their FK compiled) a second time.
-        guessed: dict[str, np.ndarray] = {}
-        for name, frame in problem.frames.items():
-            assert frame.initial is not None  # Problem guesses every frame's initial pose or refuses the file
-            guessed[name] = frame.initial
-        problem = Problem(config, path, guessed, unidentifiable_robot_parameters(problem))
-    return problem
+    return Problem(config, path, frame_initials)

@@ -25,7 +25,7 @@ def print_summary(cal: Calibration, console: Console) -> None:
         table.add_row(escape(m["name"]), str(m["n"]), h, f"{b[h] * 1e3:.3f}", f"{a[h] * 1e3:.3f}", removed, f"{b['max'] * 1e3:.3f}", f"{a['max'] * 1e3:.3f}")
     console.print(table)
     s, ident = cal.solution, cal.identifiability
-    held = len(cal.problem.unidentifiable)
+    held = len(cal.held)
     console.print(
         f"solver: {s.iterations} iterations, converged={s.converged}, {s.seconds:.3f} s (+{s.compile_seconds:.1f} s compile); "
         f"{parameter_line(ident.rank, ident.n_parameters, held)}; {len(s.rejections)} rows rejected"

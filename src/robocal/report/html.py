@@ -114,7 +114,7 @@ def _identifiability(cal: Calibration) -> str:
     css = "ok" if ident.rank == ident.n_parameters else "warn"
     text = f'<p class="{css}">Rank {ident.rank} of {ident.n_parameters} parameters (eigenvalue threshold {ident.threshold:g}, SI units).</p>'
     text += f"<p>{escape(conditioning_line(cal.conditioning))}.</p>"
-    dropped = getattr(cal.problem, "unidentifiable", ())  # parameters.select: identifiable
+    dropped = cal.held  # parameters.select: identifiable
     if dropped:
         text += f"<p>Held at nominal as not identifiable from these data: {escape(', '.join(dropped))}.</p>"
     text += _gauge(cal)

@@ -148,20 +148,20 @@ def fit(
 
 
 def solve_many(
-    problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, max_iterations: int = 1000, tolerance: float = 1e-10
+    problem: MapProblem, theta0: np.ndarray, masks: list[np.ndarray], *, free: np.ndarray | None = None, max_iterations: int = 1000, tolerance: float = 1e-10
 ) -> tuple[np.ndarray, np.ndarray]:
     """MAP estimates for a batch of row selections of one problem (e.g. one calibration per
     design and set size): masks[k] (B, n_k) selects the rows of measurement k for each of the B
     solves. Returns (B, p) estimates and a (B,) converged flag; plain least squares (no robust
     loss, no rejection), each started from theta0. One compiled solver serves every selection;
     the solves run one after the other, so a slow one (hundreds of steps) does not hold up the
-    others as it would in a vectorized batch."""
-    free = jnp.ones(len(theta0), bool)
+    others as it would in a vectorized batch. free: (p,) boolean, as in `solve`."""
+    free_mask = _free_mask(free, len(theta0))
     args = (problem.data, problem.prior_mean, problem.prior_sqrt_precision)
     statics = dict(problem_rows=problem.rows, huber=None, max_steps=int(max_iterations), tol=float(tolerance))
     out, done = [], []
     for b in range(len(masks[0])):
-        theta, _, ok = _lm(jnp.asarray(theta0, dtype=float), free, *args, [jnp.asarray(m[b], dtype=float) for m in masks], **statics)
+        theta, _, ok = _lm(jnp.asarray(theta0, dtype=float), free_mask, *args, [jnp.asarray(m[b], dtype=float) for m in masks], **statics)
         out.append(np.asarray(theta))
         done.append(bool(ok))
     return np.array(out), np.array(done)

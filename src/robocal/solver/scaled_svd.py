@@ -36,6 +36,7 @@ def solve_scaled_svd(
     row_sigmas: np.ndarray,
     points: Sequence[np.ndarray],
     *,
+    free: np.ndarray | None = None,
     max_iterations: int = 100,
     tolerance: float = 1e-9,
     rcond: float = 1e-12,
@@ -43,7 +44,9 @@ def solve_scaled_svd(
     """Least squares by scaled-SVD Gauss-Newton steps from theta0, over the rows in `masks`.
 
     `row_sigmas`: the sigma of every stacked row (to undo the whitening for the scaling);
-    `points`: row indices (into the stacked rows) of each measured point.
+    `points`: row indices (into the stacked rows) of each measured point; `free` (p,) bool: the
+    parameters estimated (default all), the others held at theta0 (their columns left out of
+    the steps).
     """
     started = time.perf_counter()
     rows_and_jacobian(problem, theta0)  # compile first, so `seconds` is warm time
@@ -55,12 +58,13 @@ def solve_scaled_svd(
     kept_index[keep] = np.arange(int(keep.sum()))
     kept_points = [kept_index[p] for p in points if keep[p].all()]
     prior = np.asarray(problem.prior_sqrt_precision)
+    free = np.ones(len(theta), bool) if free is None else np.asarray(free, bool)
     converged, iteration = False, 0
     while iteration < max_iterations:
         iteration += 1
         blocks, jac = rows_and_jacobian(problem, theta)
         r = np.concatenate([b.ravel() for b in blocks])[keep]
-        jac = jac[keep]
+        jac = jac[keep] * free  # a held parameter's column is zero: its step is zero
         h = schroer_scales(jac * row_sigmas[keep, None], kept_points)
         r = np.concatenate([r, (theta - problem.prior_mean) * prior])
         jac = np.vstack([jac, np.diag(prior)])
@@ -71,5 +75,5 @@ def solve_scaled_svd(
         if np.max(np.abs(scaled_step)) < tolerance:
             converged = True
             break
-    covariance, cost = laplace(problem, theta, masks)
+    covariance, cost = laplace(problem, theta, masks, np.flatnonzero(free))
     return Solution(theta, covariance, np.sqrt(np.diag(covariance)), iteration, converged, time.perf_counter() - started, compile_seconds, cost, masks)
