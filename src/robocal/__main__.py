@@ -1,3 +1,3 @@
-from robocal.cli import main
+from robocal.cli import run
 
-main()
+run()
