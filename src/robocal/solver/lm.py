@@ -54,8 +54,10 @@ class LevenbergMarquardt:
     def init(self, phi0: jax.Array) -> LMState:
         # No linearization here: the first step makes it (stale), as after every accepted step.
         # A second call site would double the traced and compiled Jacobian code (tens of seconds
-        # for a hand with contacts) for the same values.
-        r = jax.eval_shape(self.residual, phi0)
+        # for a hand with contacts) for the same values. The residual's shape comes from
+        # `linearize`, whose Jacobian the first step traces anyway: its jitted part is traced
+        # once for both, where the shape of `residual` would trace the rows once more.
+        r = jax.eval_shape(self.linearize, phi0)[0]
         zero = partial(jnp.zeros, dtype=r.dtype)
         return LMState(
             phi0, zero(r.shape), zero((r.shape[0], phi0.shape[0])), jnp.asarray(True), jnp.asarray(1.0), jnp.asarray(2.0), jnp.asarray(0), jnp.asarray(False)
