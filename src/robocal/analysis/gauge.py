@@ -348,9 +348,9 @@ def fix_gauge(problem: Problem, theta: np.ndarray, task: Task, masks: list[np.nd
     robot's (module docstring). None without a gauge, or where the motion cannot be reproduced
     by the `free` parameters (default all; the others stay) to POSE_TOLERANCE (then the estimate
     stays as the solver left it)."""
-    free = np.ones(len(theta), bool) if free is None else np.asarray(free, bool)
     from robocal.solver.map import rows_and_jacobian
 
+    free = np.ones(len(theta), bool) if free is None else np.asarray(free, bool)
     gauge = find_gauge(problem, theta, task, masks, free)
     if gauge is None or problem.robot is None:
         return None
