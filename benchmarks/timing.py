@@ -6,7 +6,7 @@ import platform
 import statistics
 from pathlib import Path
 
-from robocal.calibration import free_mask, selection
+from robocal.analysis.selection import free_mask, selection
 from robocal.problem import Problem
 from robocal.solver import solve
 

@@ -45,9 +45,9 @@ import numpy as np
 import yaml
 
 from robocal.analysis.gauge import align, apply, modulo_jacobians, task_points
+from robocal.analysis.selection import free_mask, selection
 from robocal.analysis.task_error import task_jacobians
 from robocal.analysis.task_uncertainty import Task, predicted_task_error, robot_uncertainty
-from robocal.calibration import free_mask, selection
 from robocal.problem import load_problem
 from robocal.problem.build import jnp_tree
 from robocal.simulation.contact.urdf_hand import simulate_urdf_hand

@@ -14,8 +14,9 @@ from functools import cached_property
 import numpy as np
 
 from robocal.analysis.gauge import GaugeFix, fix_gauge, predicted_modulo
-from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, identifiable_subset, spectrum
+from robocal.analysis.identifiability import DEFAULT_THRESHOLD, Identifiability, identifiability, spectrum
 from robocal.analysis.observability import scaled_condition_number
+from robocal.analysis.selection import free_mask, selection
 from robocal.analysis.task_uncertainty import Task, predicted_task_error, robot_uncertainty
 from robocal.analysis.verdict import Verdict, judge
 from robocal.errors import InputError
@@ -214,24 +215,6 @@ def solver_options(problem: Problem) -> dict:
     """The problem file's solver settings as keyword arguments of `solve` (outlier rejection apart)."""
     cfg = problem.config.solver
     return dict(max_iterations=cfg.max_iterations, tolerance=cfg.tolerance, huber=cfg.huber)
-
-
-def selection(problem: Problem) -> tuple[str, ...]:
-    """The robot parameters `parameters.select: identifiable` holds at nominal: those outside a
-    base set the problem's data identify at nominal (pivoted QR after the frame and marker
-    columns: `identifiable_subset`); none with `select: all`. The Jacobian is the one the fit
-    then uses (same compiled function): choosing costs no second trace of the problem."""
-    if problem.config.parameters.select != "identifiable" or "robot" not in problem.layout.blocks:
-        return ()
-    robot = np.zeros(len(problem.layout), bool)
-    robot[problem.layout.blocks["robot"]] = True  # drive parameters are never held: three, and each observable
-    keep = identifiable_subset(problem.unweighted_jacobian(problem.theta0), robot)
-    return tuple(name for name, r, k in zip(problem.layout.names, robot, keep) if r and not k)
-
-
-def free_mask(problem: Problem, held: tuple[str, ...]) -> np.ndarray:
-    """(p,) bool: the problem's parameters but the `held` ones."""
-    return np.array([name not in held for name in problem.layout.names], bool)
 
 
 def closed_form_solution(problem: Problem, estimates: list[ClosedForm | None], masks: list[np.ndarray], free: np.ndarray) -> Solution:

@@ -15,7 +15,8 @@ from typing import Literal
 
 import numpy as np
 
-from robocal.analysis.doptimal import Design, TaskDOptimal
+from robocal.analysis.doptimal import Design, TaskDOptimal, TaskMetric
+from robocal.analysis.selection import free_mask, selection
 from robocal.analysis.task_uncertainty import Task
 from robocal.errors import RobocalError
 from robocal.io.table import read_table
@@ -52,7 +53,11 @@ def prior_precision(problem: Problem) -> np.ndarray:
 
 
 def design_criterion(problem: Problem, theta: np.ndarray, task: Task) -> TaskDOptimal:
-    return TaskDOptimal(candidates(problem.map_problem, theta), prior_precision(problem), task.metric(problem, theta))
+    """The task D-optimal criterion over the parameters a fit estimates: those
+    `parameters.select: identifiable` holds at nominal (`robocal.analysis.selection`) are left out."""
+    free = free_mask(problem, selection(problem))
+    jacobians = task.jacobians(problem, theta)[..., free]
+    return TaskDOptimal(candidates(problem.map_problem, theta)[..., free], prior_precision(problem)[free], TaskMetric.from_jacobians(jacobians))
 
 
 def choose(criterion: TaskDOptimal, n: int, strategy: Strategy, seed: int = 0) -> Design:

@@ -1,4 +1,4 @@
-"""`parameters.select: identifiable` (robocal.calibration.selection): the fit holds the robot
+"""`parameters.select: identifiable` (robocal.analysis.selection): the fit holds the robot
 parameters outside the data's base set at nominal by a mask over the full layout (one traced
 problem). The independent reference is the same problem with those parameters written into
 `parameters.fixed`, which removes them from the layout: both must be the same calibration.
@@ -6,8 +6,8 @@ problem). The independent reference is the same problem with those parameters wr
 The problem is tests/analysis/test_gauge.py's: a six-joint arm with every joint origin in the model
 (`full`, 42 parameters), three markers on its tool seen in an estimated tracker frame, a task, and
 1 mm / 1 mrad priors. So the comparison covers the fit, the covariance, identifiability, the
-verdict and the task prediction, whose held parameters enter with their prior
-(robocal.analysis.task_uncertainty).
+verdict, the task prediction, whose held parameters enter with their prior
+(robocal.analysis.task_uncertainty), and what `robocal analyze` and `robocal design` see.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ import numpy as np
 import pytest
 import yaml
 
-from robocal.calibration import calibrate, selection
+from robocal.analysis.selection import selection
+from robocal.analysis.sensitivity import analyze
+from robocal.analysis.task_uncertainty import Task
+from robocal.calibration import calibrate
+from robocal.design import choose, design_criterion
 from robocal.problem import load_problem
 from tests.analysis.test_gauge import write_problem
 
@@ -76,3 +80,18 @@ def test_the_task_prediction_counts_the_held_parameters_prior(pair):
     assert ours is not None and theirs is not None and sorted(ours["held_at_nominal"]) == sorted(theirs["held_at_nominal"]) == sorted(selected.held)
     for key in ("rms", "mean"):
         assert ours["predicted"][key] == pytest.approx(theirs["predicted"][key], rel=1e-9)
+
+
+def test_analyze_and_design_see_the_fitted_parameters(pair):
+    """`robocal analyze` and `robocal design` describe the fit: over the same parameters as the
+    fixed problem, with the same rank, quality and design criterion (to rounding)."""
+    selected, fixed = pair
+    ours, theirs = analyze(selected.problem)[0], analyze(fixed.problem)[0]
+    assert ours.parameters == theirs.parameters and len(ours.parameters) == len(selected.problem.layout) - len(selected.held)
+    assert ours.combined.identifiability.rank == theirs.combined.identifiability.rank == len(ours.parameters)
+    assert ours.combined.quality["scaled_condition_number"] == pytest.approx(theirs.combined.quality["scaled_condition_number"], rel=1e-9)
+    task = Task("base", ("tool",), n=200, seed=1)
+    a, b = (design_criterion(c.problem, c.problem.theta0, task) for c in pair)
+    np.testing.assert_allclose(a.blocks, b.blocks, rtol=0, atol=1e-12 * np.abs(b.blocks).max())
+    np.testing.assert_array_equal(a.prior, b.prior)
+    assert choose(a, 12, "detmax").criterion == pytest.approx(choose(b, 12, "detmax").criterion, rel=1e-9)

@@ -13,7 +13,9 @@ or all of them; without links the mode is the whole problem. In a mode:
   measurement is kept whole when all its links belong, else dropped;
 - parameters (columns): the robot parameters that move the mode's links
   (`RobotModel.parameters_affecting`), and the non-robot parameters (frames, marker offsets) that
-  change some kept row. Without links every robot parameter is kept.
+  change some kept row. Without links every robot parameter is kept. Those that
+  `parameters.select: identifiable` holds at nominal (`robocal.analysis.selection`) are not
+  fitted, and not analyzed either.
 
 For the kept measurements together, and for each alone, the rank and kernel of J^T J
 (`robocal.analysis.identifiability`), the Schroer-scaled condition number and the observability
@@ -42,6 +44,7 @@ from robocal.analysis.identifiability import (
     kernel_inclusion,
 )
 from robocal.analysis.observability import observability
+from robocal.analysis.selection import free_mask, selection
 from robocal.analysis.task_uncertainty import Task
 from robocal.errors import RobocalError
 from robocal.evaluation import chosen_task
@@ -191,11 +194,13 @@ def analyze_mode(
     threshold: float = DEFAULT_THRESHOLD,
     tolerance: float = DEFAULT_INCLUSION_TOLERANCE,
     task: TaskRows | None = None,
+    free: np.ndarray | None = None,
 ) -> ModeAnalysis:
     """One mode of `robocal analyze` (module docstring). `jacobians`: `measurement_jacobians(problem)`;
     `measurements`: names to use (default all); `kernel_of`/`within`: the inclusion test
     kernel(kernel_of) in kernel(within), measurement names or TASK; `task`: `task_rows(problem)`
-    at the jacobians' parameters (computed at nominal if the test names the task and none is given)."""
+    at the jacobians' parameters (computed at nominal if the test names the task and none is given);
+    `free` (p,) bool: the parameters a fit estimates (default all; the others are left out)."""
     names = [m.name for m in problem.measurements]
     chosen = check_options(problem, links, measurements, kernel_of, within)
     task = (task or task_rows(problem)) if uses_task(problem, kernel_of, within) else None
@@ -209,6 +214,8 @@ def analyze_mode(
     else:
         belongs = lambda link: True  # noqa: E731
         robot_columns = np.arange(robot_block.start, robot_block.stop)
+    if free is not None:
+        robot_columns = robot_columns[free[robot_columns]]
     kept = [mode_rows(m, jacobians[names.index(m.name)], belongs) for m in problem.measurements if m.name in chosen]
     kept = [r for r in kept if len(r.jacobian)]
     where = f"links {', '.join(links)}" if links else "the problem"
@@ -252,12 +259,14 @@ def analyze(
     tolerance: float = DEFAULT_INCLUSION_TOLERANCE,
 ) -> list[ModeAnalysis]:
     """`analyze_mode` for each mode (a list of links, or None for the whole problem) on one
-    Jacobian at theta (default nominal); the options are checked before it is computed."""
+    Jacobian at theta (default nominal), over the parameters a fit estimates; the options are
+    checked before it is computed."""
     for links in modes:
         check_options(problem, links, measurements, kernel_of, within)
     jacobians = measurement_jacobians(problem, theta)
     task = task_rows(problem, theta) if uses_task(problem, kernel_of, within) else None
-    return [analyze_mode(problem, jacobians, links, measurements, kernel_of, within, threshold, tolerance, task) for links in modes]
+    free = free_mask(problem, selection(problem))
+    return [analyze_mode(problem, jacobians, links, measurements, kernel_of, within, threshold, tolerance, task, free) for links in modes]
 
 
 def print_modes(modes: Sequence[ModeAnalysis], console, where: str = "nominal parameters") -> None:

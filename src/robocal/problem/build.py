@@ -233,7 +233,7 @@ def load_problem(path: str | Path, frame_initials: dict[str, np.ndarray] | None 
     """Load and assemble a problem file (YAML, or a URDF carrying a calibration description).
     `frame_initials` restores a stored result's frames (evaluation must use the model that was
     fitted). `parameters.select` is not applied here: the fit chooses what it holds
-    (robocal.calibration.selection), with the problem's compiled Jacobian."""
+    (robocal.analysis.selection), with the problem's compiled Jacobian."""
     path = Path(path)
     if is_description(path):
         config = validate_mapping(path, extract(path)[0], problem_config())
