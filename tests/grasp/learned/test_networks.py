@@ -1,3 +1,4 @@
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,16 +15,25 @@ def _inputs(grid, n, seed=1):
 
 
 def test_shapes_for_configurable_grids_and_split_outputs():
+    """Shapes by abstract evaluation (a random initialization of new weight shapes compiles one
+    program per shape: 16 s for these four networks); the scale's sign on computed values."""
     for grid in (16, 24):
-        est = networks.estimator_network(grid, 12, jax.random.PRNGKey(0), width=32)
         voxels, x = _inputs(grid, 48)
-        # four stride-2 convolutions: G -> ceil(G / 16) per side, 32 channels
-        side = -(-grid // 16)
-        assert est.encode(voxels).shape == (32 * side**3,)
-        wrench, scale = networks.split_estimate(est(voxels, x))
-        assert wrench.shape == (6,) and scale.shape == () and float(scale) > 0.0
-        pred = networks.predictor_network(grid, 12, jax.random.PRNGKey(0), width=32)
-        assert pred(voxels, jnp.zeros(30)).shape == (12,)
+
+        def estimate(grid=grid, voxels=voxels, x=x):
+            est = networks.estimator_network(grid, 12, jax.random.PRNGKey(0), width=32)
+            return est.encode(voxels), networks.split_estimate(est(voxels, x))
+
+        features, (wrench, scale) = eqx.filter_eval_shape(estimate)
+        side = -(-grid // 16)  # four stride-2 convolutions: G -> ceil(G / 16) per side, 32 channels
+        assert features.shape == (32 * side**3,) and wrench.shape == (6,) and scale.shape == ()
+        torques = eqx.filter_eval_shape(
+            lambda grid=grid, voxels=voxels: networks.predictor_network(grid, 12, jax.random.PRNGKey(0), width=32)(voxels, jnp.zeros(30))
+        )
+        assert torques.shape == (12,)
+    voxels, x = _inputs(16, 48)
+    _, scale = networks.split_estimate(networks.estimator_network(16, 12, jax.random.PRNGKey(0), width=32)(voxels, x))
+    assert float(scale) > 0.0
 
 
 def test_encoding_once_gives_the_full_call_and_seed_fixes_weights():
