@@ -13,20 +13,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from robocal.grasp.learned import ablation, controller, networks
 from robocal.grasp.learned.dataset import load
-from robocal.grasp.learned.training import Scaled, arrays
+from robocal.grasp.learned.training import Scaled, arrays, outputs
 
 
-def outputs(net: Scaled, data: dict, network: str) -> tuple[np.ndarray, np.ndarray]:
+def on_split(net: Scaled, data: dict, network: str) -> tuple[np.ndarray, np.ndarray]:
     """The network's outputs (S, m') and the targets (S, m) on every sample of a loaded split."""
     voxels, rows, inputs, targets = arrays(data, network)
-    features = jax.vmap(net.encode)(jnp.asarray(voxels, dtype=float))
-    return np.asarray(jax.vmap(net.head)(features[rows], jnp.asarray(inputs))), targets
+    return np.asarray(outputs(net, voxels, rows, inputs)), targets
 
 
 def main() -> None:
@@ -37,18 +35,16 @@ def main() -> None:
     data, models = load(args.data, "test"), controller.load()
     kinds = data["kind"][data["grasp"]]
     print(f"test split: {len(list((args.data / 'test').glob('*.npz')))} objects, {len(data['q_init'])} grasps, {len(kinds)} samples")
-    predicted, torques = outputs(models.predictor, data, "predictor")
+    predicted, torques = on_split(models.predictor, data, "predictor")
     rms = np.sqrt(np.mean((predicted - torques) ** 2))
     print(
         f"predictor: torque RMS error {rms:.3f} Nm against {np.sqrt(np.mean((torques - torques.mean(axis=0)) ** 2)):.3f} Nm for the best constant (the split's own mean)"
     )
     l2, _ = controller.load_run(args.l2)
     for label, net, cap in (("minimal-wrench (shipped)", models.estimator, True), ("L2 (ablation)", l2, False)):
-        out, wrenches = outputs(net, data, "estimator")
+        out, wrenches = on_split(net, data, "estimator")
         wrench, scale = (np.asarray(a) for a in networks.split_estimate(jnp.asarray(out)))
-        force = np.linalg.norm(wrench[:, :3], axis=1)
-        shrink = np.minimum(1.0, scale / np.maximum(force, 1e-12)) if cap else np.ones_like(force)
-        reported = wrench[:, :3] * shrink[:, None]
+        reported = (networks.capped(wrench, scale) if cap else wrench)[:, :3]
         for kind in ("power", "precision"):
             mine = kinds == kind
             error = np.linalg.norm(reported[mine] - wrenches[mine, :3], axis=1)

@@ -9,7 +9,7 @@ from robocal.grasp.learned.procedural import (
     KINDS,
     PART_MIN,
     procedural_objects,
-    split,
+    split_indices,
     surface_points,
     union_parts,
 )
@@ -44,8 +44,7 @@ def test_family_is_reproducible_sized_and_split_by_object():
         assert np.all(o.half_extents() >= HALF_MIN - 1e-12) and np.all(o.half_extents() <= HALF_MAX + 1e-12), o.name
         assert abs(o.mass - DENSITY * o.volume) < 1e-12
         assert (o.kind == "mesh") == (_kind(o) in ("ellipsoid", "superquadric", "union"))
-    parts = split(objects, 0)
-    names = [{o.name for o in part} for part in parts.values()]
+    names = [{objects[i].name for i in part} for part in split_indices(len(objects), 0).values()]
     assert [len(n) for n in names] == [160, 20, 20]
     assert set.union(*names) == {o.name for o in objects}
     assert not (names[0] & names[1]) and not (names[0] & names[2]) and not (names[1] & names[2])

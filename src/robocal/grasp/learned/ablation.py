@@ -21,13 +21,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.dataset import load
-from robocal.grasp.learned.training import Scaled, arrays
+from robocal.grasp.learned.training import Scaled, arrays, outputs
 from robocal.grasp.simulation import GraspSituation
 
 QUIET = 0.5  # N: samples with an applied force below this count as "no wrench"
@@ -41,11 +39,9 @@ def quiet_force(estimator: Scaled, data: Path, split: str = "test") -> dict:
     quiet = np.linalg.norm(targets[:, :3], axis=1) < QUIET
     if not quiet.any():
         return {"samples": 0}
-    features = jax.vmap(estimator.encode)(jnp.asarray(voxels, dtype=float))
-    out = jax.vmap(estimator.head)(features[rows[quiet]], jnp.asarray(inputs[quiet]))
-    wrench, scale = (np.asarray(a) for a in networks.split_estimate(out))
+    wrench, scale = (np.asarray(a) for a in networks.split_estimate(outputs(estimator, voxels, rows[quiet], inputs[quiet])))
     raw = np.linalg.norm(wrench[:, :3], axis=1)
-    force = np.minimum(raw, scale)
+    force = np.linalg.norm(networks.capped(wrench, scale)[:, :3], axis=1)
     applied = np.linalg.norm(targets[quiet, :3], axis=1)
     return {
         "samples": int(quiet.sum()),

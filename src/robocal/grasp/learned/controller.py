@@ -147,8 +147,7 @@ class LearnedEstimator:
             raise RobocalError("start() must be called before the controller is used")
         out = np.asarray(self._head(self._features, np.r_[self._fixed, q_d, tau_m]))
         wrench, scale = out[:6], float(np.logaddexp(0.0, out[6]))  # softplus
-        force = np.linalg.norm(wrench[:3])
-        return wrench * (scale / force) if self.cap and force > scale else wrench
+        return networks.capped(wrench, scale) if self.cap else wrench
 
 
 @dataclass

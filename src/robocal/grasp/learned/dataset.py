@@ -1,6 +1,6 @@
 """The learned controller's training data on disk: one npz shard per procedural object.
 
-`generate(config, out)` draws `objects` procedural objects (`procedural.procedural_objects`,
+`generate(config, out)` draws `objects` procedural objects (`procedural.procedural_object`,
 split by object into train / val / test), and per object, in worker processes: grasps
 (`grasps.generate_grasps`, `power` + `precision` successful ones at most), per settled grasp the
 observation (`observation.observe`) and the teacher's samples (`teacher.grasp_samples`). Shard

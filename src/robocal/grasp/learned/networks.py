@@ -17,6 +17,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 CHANNELS = (8, 16, 32, 32)
 WIDTH = 256
@@ -79,3 +80,13 @@ def predictor_network(grid: int, n_joints: int, key: jax.Array, **kwargs) -> Gra
 def split_estimate(output: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Wrench (..., 6) and non-negative scale (...,) in N from an estimator output (..., 7)."""
     return output[..., :6], jax.nn.softplus(output[..., 6])
+
+
+TINY = np.finfo(float).tiny  # smallest positive float: a zero force is not divided by
+
+
+def capped(wrench: np.ndarray, scale: np.ndarray | float) -> np.ndarray:
+    """The wrench (..., 6) the estimator reports: its force shrunk to at most the scale (...,) N
+    (torque with it), as the minimal-wrench loss trains it to be read."""
+    force = np.sqrt(np.einsum("...i,...i->...", wrench[..., :3], wrench[..., :3]))
+    return wrench * np.minimum(1.0, scale / np.maximum(force, TINY))[..., None]

@@ -112,8 +112,3 @@ def split_indices(n: int, seed: int) -> dict[str, tuple[int, ...]]:
         out[name] = tuple(int(i) for i in order[start:stop])
         start = stop
     return out
-
-
-def split(objects: tuple[GraspObject, ...], seed: int) -> dict[str, tuple[GraspObject, ...]]:
-    """The objects in the sets of `split_indices`."""
-    return {name: tuple(objects[i] for i in indices) for name, indices in split_indices(len(objects), seed).items()}

@@ -163,6 +163,13 @@ _encode = eqx.filter_jit(encode)
 _head_loss = eqx.filter_jit(head_loss)
 
 
+def outputs(model: Scaled, voxels: np.ndarray, rows: np.ndarray, inputs: np.ndarray) -> jnp.ndarray:
+    """The model's outputs (S, m) for samples: grids (K, G, G, G), each encoded once, the grid
+    row of each sample (S,) and its inputs (S, n)."""
+    features = _encode(model, jnp.asarray(voxels))
+    return jax.vmap(model.head)(features[jnp.asarray(rows)], jnp.asarray(inputs))
+
+
 def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> float:
     """Mean loss over a whole split (`on_device` arrays): each grid encoded once, the samples'
     losses in chunks."""
