@@ -38,12 +38,15 @@ def grasp_evaluate(
         str,
         typer.Option(
             "--controller",
-            help="whose wrench estimator and torque predictor: analytical (convex programs on the known contacts) or learned (networks on a depth image's voxels)",
+            help="whose wrench estimator and torque predictor: analytical (convex programs on the known contacts), learned (networks on a depth image's voxels), or one network with the other step analytical: learned_estimator, learned_predictor",
         ),
     ] = "analytical",
     weights: Annotated[
         Path | None, typer.Option("--weights", help="learned networks: a `grasp train` output or weights folder (default: the shipped weights)")
     ] = None,
+    kinds: Annotated[
+        str, typer.Option("--kinds", help="comma-separated kinds of grasp evaluated: power, precision (the same grasps as with both)")
+    ] = "power,precision",
 ) -> None:
     """The grasp-controller paper's simulated evaluation: per grasp, forces pushing on random
     surface points (10 N, 5 N for precision grasps) ramped over 4 s and held 4 s; a grasp breaks
@@ -54,7 +57,7 @@ def grasp_evaluate(
     import numpy as np
 
     from robocal.grasp.controller import METHODS
-    from robocal.grasp.evaluation import EvaluationConfig, object_names, run_evaluation
+    from robocal.grasp.evaluation import FORCE, EvaluationConfig, object_names, run_evaluation
     from robocal.grasp.figures import plot_breaks_vs_torque, plot_deviation_densities
     from robocal.grasp.metrics import summarize
 
@@ -62,11 +65,15 @@ def grasp_evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RobocalError(f"--methods: unknown {', '.join(unknown)} (one of {', '.join(METHODS)})")
-    if controller not in ("analytical", "learned"):
-        raise RobocalError(f"--controller: unknown '{controller}' (analytical or learned)")
-    if controller == "learned":  # unreadable weights are an error before anything runs
-        from robocal.grasp.learned.controller import load
+    chosen_kinds = csv_list(kinds, "--kinds")
+    unknown = [k for k in chosen_kinds if k not in FORCE]
+    if unknown:
+        raise RobocalError(f"--kinds: unknown {', '.join(unknown)} (one of {', '.join(FORCE)})")
+    if controller != "analytical":  # an unknown name and unreadable weights are errors before anything runs
+        from robocal.grasp.learned.controller import CONTROLLERS, load
 
+        if controller not in CONTROLLERS:
+            raise RobocalError(f"--controller: unknown '{controller}' (analytical, {', '.join(CONTROLLERS)})")
         load(weights) if weights else load()
     config = EvaluationConfig(
         objects=() if objects is None else csv_list(objects, "--objects"),
@@ -82,6 +89,7 @@ def grasp_evaluate(
         hold=hold,
         controller=controller,
         weights=str(weights or ""),
+        kinds=chosen_kinds,
     )
     object_names(config)  # unknown names are an error before anything runs
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 For every object of the catalog the grasp generator proposes grasps; those that fail before any
 external force are kept in the results with their reason and take no further part. On each of
-the first `grasps` successful ones, `forces` external forces are drawn: a point on the object
+the first `grasps` successful ones (those of the kinds asked for), `forces` external forces are drawn: a point on the object
 surface, pushed along the inward normal with 10 N (5 N for precision grasps), ramped up over 4 s
 and held for 4 s. Every method (our controller, and each baseline at each scale) meets the same
 forces. Our controller also runs once per grasp with no force at all, to measure the wrench it
@@ -45,8 +45,9 @@ class EvaluationConfig:
     ramp: float = 4.0  # s
     hold: float = 4.0  # s
     control_period: float = 0.025  # s, our controller's cycle (40 Hz, as on the real hand)
-    controller: str = "analytical"  # whose estimator and predictor: "analytical" or "learned" (robocal.grasp.learned)
+    controller: str = "analytical"  # whose estimator and predictor: "analytical", or learned (robocal.grasp.learned.controller.CONTROLLERS)
     weights: str = ""  # the learned networks' folder; empty: the shipped weights
+    kinds: tuple[str, ...] = ("power", "precision")  # the kinds of grasp evaluated (the grasps chosen are the same)
 
     def runs(self) -> Iterator[tuple[str, float]]:
         """(method, scale) pairs: ours once, each baseline at every scale."""
@@ -104,11 +105,14 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
     magnitude = FORCE[grasp.kind]
     forces = [ExternalForce(point=p, direction=-n, magnitude=magnitude) for p, n in zip(points, normals)]
     make = partial(make_controller, margin=config.margin, filter_time=config.filter_time)
-    if config.controller == "learned":  # the networks see the object's voxel grid, made once per grasp
-        from robocal.grasp.learned.controller import learned_controller, load, object_voxels
+    if config.controller != "analytical":  # the networks see the object's voxel grid, made once per grasp
+        from robocal.grasp.learned.controller import CONTROLLERS, learned_controller, load, object_voxels
 
         models = load(Path(config.weights)) if config.weights else load()
-        make = partial(learned_controller, filter_time=config.filter_time, models=models, voxels=object_voxels(models, hand, obj, grasp))
+        voxels = object_voxels(models, hand, obj, grasp)
+        make = partial(
+            learned_controller, filter_time=config.filter_time, margin=config.margin, models=models, voxels=voxels, steps=CONTROLLERS[config.controller]
+        )
     records = []
 
     def trial(method: str, scale: float, f: int, force: ExternalForce, ramp: float, hold: float) -> dict:
@@ -181,7 +185,7 @@ def run_evaluation(config: EvaluationConfig, workers: int | None = None, progres
             attempts += result
             report("grasps", done, len(names))
         attempts.sort(key=lambda a: (a["object_index"], a["attempt"]))
-        chosen = _chosen(attempts, config.grasps)
+        chosen = [a for a in _chosen(attempts, config.grasps) if a["grasp"].kind in config.kinds]
         records: list[dict] = []
         for done, result in enumerate(pool.map(partial(trials_for, config), chosen), 1):
             records += result

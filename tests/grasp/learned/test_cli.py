@@ -10,6 +10,7 @@ from tests.grasp.test_evaluation import robocal
     "args, named",
     [
         (["grasp", "evaluate", "--controller", "neural"], "--controller"),
+        (["grasp", "evaluate", "--kinds", "pinch"], "--kinds"),
         (["grasp", "evaluate", "--controller", "learned", "--weights", "{tmp}"], "no learned weights"),
         (["grasp", "train", "--data", "{tmp}", "--channels", "4,8"], "--channels"),
         (["grasp", "train", "--data", "{tmp}", "--networks", "critic"], "--networks"),

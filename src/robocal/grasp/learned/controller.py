@@ -174,16 +174,25 @@ class LearnedPredictor:
         return np.clip(tau, -self._limit, self._limit) / KP
 
 
-def learned_controller(method: str, scale: float, filter_time: float, models: Models, voxels: np.ndarray):
-    """A fresh trial controller with the learned networks: `controller` (ours) or the baseline
-    `without_wrench_estimate` on the learned predictor; `fixed_offsets` needs no network."""
-    from robocal.grasp.controller import ConstantOffsets, GraspController, ZeroWrenchOffsets, make_controller
+CONTROLLERS = {"learned": NETWORKS, "learned_estimator": ("estimator",), "learned_predictor": ("predictor",)}  # --controller: the steps its networks take
+
+
+def learned_controller(method: str, scale: float, filter_time: float, margin: float, models: Models, voxels: np.ndarray, steps: tuple[str, ...] = NETWORKS):
+    """A fresh trial controller whose `steps` (of "estimator", "predictor") the learned networks
+    take, the others the analytical ones (`CONTROLLERS`: one network at a time shows which of
+    the two limits the pair): `controller` (ours) or the baseline `without_wrench_estimate` on
+    that predictor; `fixed_offsets` needs no network."""
+    from robocal.grasp.controller import AnalyticalEstimator, AnalyticalPredictor, ConstantOffsets, GraspController, ZeroWrenchOffsets, make_controller
+
+    def predictor():
+        return LearnedPredictor(models.predictor, voxels) if "predictor" in steps else AnalyticalPredictor(margin)
 
     if method == "controller":
-        return GraspController(LearnedEstimator(models.estimator, voxels), LearnedPredictor(models.predictor, voxels), filter_time)
+        estimator = LearnedEstimator(models.estimator, voxels) if "estimator" in steps else AnalyticalEstimator()
+        return GraspController(estimator, predictor(), filter_time)
     if method == "without_wrench_estimate":
-        return ConstantOffsets(ZeroWrenchOffsets(LearnedPredictor(models.predictor, voxels)), scale)
-    return make_controller(method, scale, filter_time=filter_time)
+        return ConstantOffsets(ZeroWrenchOffsets(predictor()), scale)
+    return make_controller(method, scale, margin, filter_time)
 
 
 def object_voxels(models: Models, hand, obj, grasp) -> np.ndarray:
