@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import lineax as lx
+from jax.scipy.linalg import cho_factor, cho_solve
 
 
 class LMState(NamedTuple):
@@ -40,7 +40,8 @@ class LevenbergMarquardt:
     per parameter. `linearize` gives the residual and its Jacobian (the solver's is the one the
     covariance uses, see `_flat_linearized`); it is recomputed only after an accepted step (at
     the top of the next iteration, so the compiled loop holds one copy of the Jacobian's code). The damped
-    normal equations are solved by Cholesky (lineax). Converged when a step changes no parameter
+    normal equations (symmetric positive definite: lam > 0, scale > 0) are solved by Cholesky
+    (jax.scipy.linalg; a failed factorization gives a non-finite step, which is not accepted). Converged when a step changes no parameter
     by more than tol * (1 + |phi|) and is accepted, or no smaller step can lower the cost any more.
     """
 
@@ -68,8 +69,7 @@ class LevenbergMarquardt:
         r, jac = jax.lax.cond(state.stale, self.linearize, lambda _: (state.r, state.jac), phi)
         jtj, g = jac.T @ jac, jac.T @ r
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.maximum(jnp.max(jnp.diag(jtj)), 1.0))
-        operator = lx.MatrixLinearOperator(jtj + lam * jnp.diag(scale), lx.positive_semidefinite_tag)
-        step = -lx.linear_solve(operator, g, lx.Cholesky(), throw=False).value
+        step = -cho_solve(cho_factor(jtj + lam * jnp.diag(scale)), g)
         step = step / jnp.maximum(1.0, jnp.max(jnp.abs(step) / self.step_bound))
         r_new = self.residual(phi + step)
         cost, cost_new = r @ r, r_new @ r_new
