@@ -2,9 +2,9 @@
 
 For every object of the catalog the grasp generator proposes grasps; those that fail before any
 external force are kept in the results with their reason and take no further part. On each of
-the first `grasps` successful ones (those of the kinds asked for), `forces` external forces are drawn: a point on the object
-surface, pushed along the inward normal with 10 N (5 N for precision grasps), ramped up over 4 s
-and held for 4 s. Every method (our controller, and each baseline at each scale) meets the same
+the first `grasps` successful ones (those of the kinds asked for), `forces` external forces are
+drawn: a point on the object surface, pushed along the inward normal with 10 N (5 N for
+precision grasps), ramped up over 4 s and held for 4 s. Every method (our controller, and each baseline at each scale) meets the same
 forces. Our controller also runs once per grasp with no force at all, to measure the wrench it
 estimates when there is none.
 

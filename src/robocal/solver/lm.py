@@ -39,10 +39,11 @@ class LevenbergMarquardt:
     steps), with Nielsen's update of lam; each step is scaled down to at most `step_bound` (f,)
     per parameter. `linearize` gives the residual and its Jacobian (the solver's is the one the
     covariance uses, see `_flat_linearized`); it is recomputed only after an accepted step (at
-    the top of the next iteration, so the compiled loop holds one copy of the Jacobian's code). The damped
-    normal equations (symmetric positive definite: lam > 0, scale > 0) are solved by Cholesky
-    (jax.scipy.linalg; a failed factorization gives a non-finite step, which is not accepted). Converged when a step changes no parameter
-    by more than tol * (1 + |phi|) and is accepted, or no smaller step can lower the cost any more.
+    the top of the next iteration, so the compiled loop holds one copy of the Jacobian's code).
+    The damped normal equations (symmetric positive definite: lam > 0, scale > 0) are solved by
+    Cholesky (jax.scipy.linalg; a failed factorization gives a non-finite step, which is not
+    accepted). Converged when a step changes no parameter by more than tol * (1 + |phi|) and is
+    accepted, or no smaller step can lower the cost any more.
     """
 
     residual: Callable[[jax.Array], jax.Array]  # phi (f,) -> (m,)
