@@ -99,21 +99,22 @@ class ContactMeasurement(Measurement):
             q[np.asarray(group.index)] = np.asarray(group.q)
         return q
 
-    def _distance(self, poses, pair: tuple[str, str]):
-        """Signed distance between the two bodies of a pair, `poses` (len(links()), 4, 4) those
-        of every contact body at one configuration."""
-        (a, b), links, geometry = pair, self.links(), self.ctx.geometry
-        return link_distance(geometry[a], poses[links.index(a)], geometry[b], poses[links.index(b)])
+    def _distance(self, pair: tuple[str, str], pose_a, pose_b):
+        """Signed distance between the two bodies of a pair at their poses (4, 4)."""
+        (a, b), geometry = pair, self.ctx.geometry
+        return link_distance(geometry[a], pose_a, geometry[b], pose_b)
 
     def signed_distances(self, theta, data):
         """(n,) signed distance of each row's pair at its joint values, in file order. The poses
         of every contact body come from one forward kinematics over all rows (one trace, not
         one per pair)."""
-        poses = self.link_poses(theta, jnp.concatenate([group.q for group in data.groups]), self.links())
+        links = self.links()
+        poses = self.link_poses(theta, jnp.concatenate([group.q for group in data.groups]), links)
         out, start = jnp.zeros(data.pair.shape[0]), 0
         for pair, group in zip(self._known_pairs(), data.groups):
             stop = start + group.index.shape[0]
-            out = out.at[group.index].set(jax.vmap(partial(self._distance, pair=pair))(poses[start:stop]))
+            a, b = (links.index(link) for link in pair)
+            out = out.at[group.index].set(jax.vmap(partial(self._distance, pair))(poses[start:stop, a], poses[start:stop, b]))
             start = stop
         return out
 
@@ -128,26 +129,41 @@ class ContactMeasurement(Measurement):
         return self.signed_distances(theta, data)[:, None] / self.config.sigma
 
     def own_jacobian(self, theta, data):
-        """(own_rows (n, 1), their Jacobian (n, 1, len(own_parameters()))). Each row is one
-        scalar, so its gradient comes from one reverse pass, vectorized over the rows: about ten
-        times cheaper than pushing a tangent per parameter forward. One row function serves every
-        pair (the poses of all contact bodies, then the row's pair's distance by `lax.switch`), so
-        the reverse pass of the forward kinematics is traced once, not once per pair (seconds of
-        start-up for a hand); a pair's row has exact zeros for the parameters that move neither of
+        """(own_rows (n, 1), their Jacobian (n, 1, len(own_parameters()))). A row is one scalar
+        that depends on the poses of its pair's two bodies, so: the pose of each contact body on
+        the rows that touch it (one forward kinematics per body, vectorized over those rows), the
+        gradient of each pair's distances with respect to its two poses, then each body's
+        reverse pass with that cotangent. A row costs the kinematics of its two bodies, not of
+        every contact body, and each body's kinematics is traced once, not once per pair (seconds
+        of start-up for a hand). A row has exact zeros for the parameters that move neither of
         its bodies."""
-        own, links = self.own_parameters(), self.links()
-        branches = [partial(self._distance, pair=pair) for pair in self._known_pairs()]
+        own, pairs = self.own_parameters(), self._known_pairs()
+        q = jnp.concatenate([group.q for group in data.groups])  # the rows in pair order
+        pair = np.repeat(np.arange(len(pairs)), [len(group.index) for group in data.groups])
+        touching = {link: np.flatnonzero([link in pairs[k] for k in pair]) for link in self.links()}  # each body's rows, ascending
+        sub = theta[own]
 
-        def row(sub, q, pair):
-            return jax.lax.switch(pair, branches, self.link_poses(theta.at[own].set(sub), q[None], links)[0])
+        def pose(sub, q, link):
+            return self.link_poses(theta.at[own].set(sub), q[None], (link,))[0, 0]
 
-        q = jnp.concatenate([group.q for group in data.groups])
-        pair = np.repeat(np.arange(len(data.groups)), [len(group.index) for group in data.groups])
+        def pulled(sub, q, cotangent, link):
+            return jnp.sum(pose(sub, q, link) * cotangent)
+
+        poses = {link: jax.vmap(partial(pose, sub, link=link))(q[rows]) for link, rows in touching.items()}
+        values, cotangents = jnp.zeros(len(pair)), {link: jnp.zeros((len(rows), 4, 4)) for link, rows in touching.items()}
+        for k, (a, b) in enumerate(pairs):
+            rows = np.flatnonzero(pair == k)
+            at_a, at_b = np.searchsorted(touching[a], rows), np.searchsorted(touching[b], rows)
+            value, (cot_a, cot_b) = jax.vmap(jax.value_and_grad(partial(self._distance, (a, b)), argnums=(0, 1)))(poses[a][at_a], poses[b][at_b])
+            values = values.at[rows].set(value)
+            cotangents[a], cotangents[b] = cotangents[a].at[at_a].set(cot_a), cotangents[b].at[at_b].set(cot_b)
+        jac = jnp.zeros((len(pair), len(own)))
+        for link, rows in touching.items():
+            jac = jac.at[rows].add(jax.vmap(jax.grad(partial(pulled, link=link)), in_axes=(None, 0, 0))(sub, q[rows], cotangents[link]))
         order = jnp.concatenate([group.index for group in data.groups])
-        values, jac = jax.vmap(jax.value_and_grad(row), in_axes=(None, 0, 0))(theta[own], q, pair)
         n, sigma = data.pair.shape[0], self.config.sigma
-        values, jac = jnp.zeros(n).at[order].set(values), jnp.zeros((n, len(own))).at[order].set(jac)
-        return values[:, None] / sigma, jac[:, None, :] / sigma
+        rows_out, jacobian = jnp.zeros(n).at[order].set(values), jnp.zeros((n, len(own))).at[order].set(jac)
+        return rows_out[:, None] / sigma, jacobian[:, None, :] / sigma
 
     def rows_in_mode(self, blocks: np.ndarray, belongs) -> tuple[np.ndarray, list[np.ndarray]]:
         """The contacts whose two bodies both belong to the mode."""
