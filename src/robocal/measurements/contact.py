@@ -156,7 +156,8 @@ class ContactMeasurement(Measurement):
             at_a, at_b = np.searchsorted(touching[a], rows), np.searchsorted(touching[b], rows)
             value, (cot_a, cot_b) = jax.vmap(jax.value_and_grad(partial(self._distance, (a, b)), argnums=(0, 1)))(poses[a][at_a], poses[b][at_b])
             values = values.at[rows].set(value)
-            cotangents[a], cotangents[b] = cotangents[a].at[at_a].set(cot_a), cotangents[b].at[at_b].set(cot_b)
+            cotangents[a] = cotangents[a].at[at_a].add(cot_a)  # added, not set: right also for a body paired with itself
+            cotangents[b] = cotangents[b].at[at_b].add(cot_b)
         jac = jnp.zeros((len(pair), len(own)))
         for link, rows in touching.items():
             jac = jac.at[rows].add(jax.vmap(jax.grad(partial(pulled, link=link)), in_axes=(None, 0, 0))(sub, q[rows], cotangents[link]))
