@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -102,6 +102,24 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}", line=mark.line + 1 if mark else None) from None
     return validate_mapping(path, raw, model)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content (any JSON value); unreadable, not UTF-8 or not JSON is an InputError naming the line."""
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+
+
+def load_json_model(path: Path, model: type[M]) -> M:
+    return validate_mapping(path, read_json(path), model)
 
 
 def validate_mapping(path: Path, raw: object, model: type[M]) -> M:

@@ -248,7 +248,7 @@ def load_geometry(config: GeometryConfig, base: Path, robot: Path | None = None,
     """Shapes per link: `from_urdf`, then `files` in order, then `links`; a later source replaces
     the shapes of a link given by an earlier one. `robot`: the problem's robot file, which
     `from_urdf: true` names; `problem`: the problem file, which its errors name."""
-    from robocal.validation import load_yaml_model, validate_mapping
+    from robocal.validation import load_json_model, load_yaml_model
 
     out: dict[str, tuple[LinkShape, ...]] = {}
     if config.from_urdf is not None:
@@ -257,20 +257,9 @@ def load_geometry(config: GeometryConfig, base: Path, robot: Path | None = None,
     for file in config.files:
         path = file if file.is_absolute() else base / file
         if path.suffix in (".yaml", ".yml", ".json"):
-            declared = load_yaml_model(path, GeometryFile).links if path.suffix != ".json" else validate_mapping(path, _json(path), GeometryFile).links
+            declared = (load_json_model if path.suffix == ".json" else load_yaml_model)(path, GeometryFile).links
             out.update({link: tuple(shape_from_config(link, c) for c in shapes) for link, shapes in declared.items()})
         else:
             out.update(shapes_from_urdf(path, config.cylinders))
     out.update({link: tuple(shape_from_config(link, c) for c in shapes) for link, shapes in config.links.items()})
     return out
-
-
-def _json(path: Path):
-    import json
-
-    try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not valid JSON: {getattr(exc, 'msg', exc)}", line=getattr(exc, "lineno", None)) from None

@@ -59,3 +59,29 @@ def test_weights_round_trip_and_the_interfaces_follow_the_networks(trained, tmp_
 def test_a_folder_without_weights_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no learned weights"):
         controller.load(tmp_path)
+
+
+def test_damaged_weights_are_input_errors_naming_file_line_and_field(trained, tmp_path):
+    """learned.json that is not JSON (its line), of a wrong field (its name), weights cut short
+    or of another network's shape (the file): each an InputError, never a traceback."""
+    folder = tmp_path / "w"
+    controller.save(controller.load(trained), folder)
+    meta = (folder / controller.META).read_text()
+    (folder / controller.META).write_text(meta.replace('"grid": 16', '"grid": '))
+    with pytest.raises(InputError, match="not valid JSON") as error:
+        controller.load(folder)
+    assert error.value.path == folder / controller.META and error.value.line == 3
+    (folder / controller.META).write_text(meta.replace('"width": 32', '"width": "wide"', 1))
+    with pytest.raises(InputError) as error:
+        controller.load(folder)
+    assert error.value.field == "estimator.width"
+    (folder / controller.META).write_text(meta.replace('"width": 32', '"width": 48', 1))
+    with pytest.raises(InputError, match="written for other options.*changed shape") as error:
+        controller.load(folder)
+    assert error.value.path == folder / "estimator.eqx"
+    (folder / controller.META).write_text(meta)
+    weights = (folder / "predictor.eqx").read_bytes()
+    (folder / "predictor.eqx").write_bytes(weights[:-100])
+    with pytest.raises(InputError, match="cut short") as error:
+        controller.load(folder)
+    assert error.value.path == folder / "predictor.eqx"

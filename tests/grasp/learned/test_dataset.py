@@ -35,3 +35,27 @@ def test_another_configuration_in_the_same_folder_is_refused(tiny_dataset):
     with pytest.raises(InputError, match="another configuration"):
         dataset.generate(other, tiny_dataset)
     assert json.loads((tiny_dataset / dataset.MANIFEST).read_text())["samples"] == 10
+
+
+def test_a_damaged_shard_or_manifest_is_an_input_error_naming_the_file(tiny_dataset, tmp_path):
+    """A shard cut short (a copy that stopped), a file of other arrays and a manifest that is not
+    JSON: each refused with the file's name and what to do, nothing read half."""
+    copy = tmp_path / "copy"
+    for f in tiny_dataset.rglob("*"):
+        if f.is_file():
+            (copy / f.relative_to(tiny_dataset)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / f.relative_to(tiny_dataset)).write_bytes(f.read_bytes())
+    shard = sorted((copy / "train").glob("*.npz"))[0]
+    whole = shard.read_bytes()
+    shard.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(InputError, match="not a whole shard.*remake") as error:
+        dataset.load(copy, "train")
+    assert error.value.path == shard
+    np.savez(shard, voxels=np.zeros((0, 16, 16, 16), np.uint8))
+    with pytest.raises(InputError, match="q_grasp, q_init, kind, grasp, wrench") as error:
+        dataset.load(copy, "train")
+    assert error.value.path == shard
+    (copy / dataset.MANIFEST).write_text('{"seed": 3,\n"objects": }')
+    with pytest.raises(InputError, match="not valid JSON") as error:
+        dataset.generate(CONFIG, copy)
+    assert error.value.path == copy / dataset.MANIFEST and error.value.line == 2

@@ -52,6 +52,26 @@ def test_a_resumed_run_takes_the_same_steps(tiny_dataset, tmp_path):
         training.train(config.model_copy(update={"steps": 41}), tiny_dataset, tmp_path / "resumed")
 
 
+def test_a_damaged_run_folder_is_an_input_error_naming_the_file(tiny_dataset, tmp_path):
+    """Resuming from a checkpoint cut short, or from a state.json without its step: refused with
+    the file (and field), the run folder left as it was."""
+    config = training.TrainConfig(steps=2, checkpoint_every=2, **SMALL)
+    run = tmp_path / "run"
+    training.train(config, tiny_dataset, run)
+    checkpoint = (run / training.CHECKPOINT).read_bytes()
+    (run / training.CHECKPOINT).write_bytes(checkpoint[:1000])
+    with pytest.raises(InputError, match="cut short or written for other options") as error:
+        training.train(config, tiny_dataset, run)
+    assert error.value.path == run / training.CHECKPOINT
+    assert (run / training.CHECKPOINT).read_bytes() == checkpoint[:1000]
+    state = json.loads((run / training.STATE).read_text())
+    del state["step"]
+    (run / training.STATE).write_text(json.dumps(state))
+    with pytest.raises(InputError, match="required") as error:
+        training.train(config, tiny_dataset, run)
+    assert error.value.path == run / training.STATE and error.value.field == "step"
+
+
 def test_a_float32_run_follows_the_float64_run_and_keeps_its_weights_in_float32(tiny_dataset, tiny_run, tmp_path):
     from robocal.grasp.learned.controller import load_run
 

@@ -25,20 +25,21 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from pydantic import BaseModel, ConfigDict
 
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.observation import ObservationConfig, observe
-from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision
+from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, read_leaves, read_state
 from robocal.grasp.simulation import GraspSituation
+from robocal.validation import read_json, validate_mapping
 
 WEIGHTS = Path(__file__).parent / "weights"  # shipped weights for the DLR-Hand II
 META = "learned.json"
@@ -77,12 +78,25 @@ def save(models: Models, folder: Path) -> None:
 
 def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
     """The network of one training run's checkpoint (a `train` output folder) and its state."""
-    state = json.loads((Path(run) / STATE).read_text())
+    state = read_state(run)
+    if state is None:
+        raise InputError(Path(run) / STATE, "missing: not the output folder of a `robocal grasp train` run")
     config = TrainConfig(**state["config"])
     like = skeleton(config, state["grid"], n_joints)
     opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, eqx.is_array))
-    net, _ = eqx.tree_deserialise_leaves(Path(run) / CHECKPOINT, (like, opt_state))
+    net, _ = read_leaves(Path(run) / CHECKPOINT, (like, opt_state))
     return net, state
+
+
+class WeightsFile(BaseModel):
+    """What of learned.json reading the weights needs; its other fields (dataset, trained_steps,
+    made_by) record how they were made."""
+
+    model_config = ConfigDict(extra="allow")
+
+    observation: ObservationConfig
+    estimator: TrainConfig
+    predictor: TrainConfig
 
 
 @cache
@@ -90,14 +104,11 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
     """Both networks from a weights folder or a `grasp train` output folder (module doc)."""
     folder = Path(folder)
     if (folder / META).exists():
-        meta = json.loads((folder / META).read_text())
-        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in meta["observation"].items()}  # JSON values
-        observation = ObservationConfig(**fields)
-        nets = {}
-        for name in NETWORKS:
-            like = skeleton(TrainConfig(**meta[name]), observation.grid, n_joints)
-            nets[name] = eqx.tree_deserialise_leaves(folder / f"{name}.eqx", like)
-        return Models(nets["estimator"], nets["predictor"], observation, {k: v for k, v in meta.items() if k != "observation"})
+        meta = read_json(folder / META)
+        described = validate_mapping(folder / META, meta, WeightsFile)
+        grid = described.observation.grid
+        nets = {name: read_leaves(folder / f"{name}.eqx", skeleton(getattr(described, name), grid, n_joints)) for name in NETWORKS}
+        return Models(nets["estimator"], nets["predictor"], described.observation, {k: v for k, v in meta.items() if k != "observation"})
     runs = {name: folder / name for name in NETWORKS}
     missing = [str(p / STATE) for p in runs.values() if not (p / STATE).exists()]
     if missing:

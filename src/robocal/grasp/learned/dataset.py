@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -29,9 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned.observation import ObservationConfig
+from robocal.validation import read_json
 
 MANIFEST = "manifest.json"
 SPLITS = ("train", "val", "test")
+SHARD_KEYS = ("voxels", "q_grasp", "q_init", "kind", "grasp", "wrench", "wrench_cmd", "q_d", "tau_m", "tau_cmd", "rejected")
 
 
 class DatasetConfig(BaseModel):
@@ -109,7 +113,7 @@ def jobs(config: DatasetConfig) -> list[tuple[str, int]]:
 def _check_manifest(config: DatasetConfig, out: Path) -> None:
     manifest = Path(out) / MANIFEST
     if manifest.exists():
-        found = json.loads(manifest.read_text())
+        found = read_json(manifest)
         if found != config.model_dump():
             raise InputError(manifest, f"the folder holds a dataset of another configuration {found}; give a new --out or the same options")
     else:
@@ -132,13 +136,28 @@ def generate(config: DatasetConfig, out: Path, workers: int = 1, progress: Calla
     return {"shards": len(jobs(config)), "made": len(todo), "samples_made": samples}
 
 
+def read_shard(path: Path) -> dict[str, np.ndarray]:
+    """One shard's arrays (module docstring); a file that is not a whole shard is an InputError
+    that says how to remake it."""
+    remake = "delete it and run `robocal grasp dataset` again with the same options to remake it"
+    try:
+        with np.load(path) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise InputError(path, f"not a whole shard ({type(exc).__name__}: {exc}); {remake}") from None
+    missing = [key for key in SHARD_KEYS if key not in arrays]
+    if missing:
+        raise InputError(path, f"not a shard of this robocal ({', '.join(missing)} missing); {remake}")
+    return arrays
+
+
 def load(out: Path, split: str) -> dict[str, np.ndarray]:
     """Every shard of one split concatenated: the per-grasp arrays stacked and `grasp`
     renumbered into them (keys as in the module docstring)."""
     files = sorted((Path(out) / split).glob("[0-9]*.npz"))
     if not files:
         raise InputError(Path(out) / split, "no shards (run `robocal grasp dataset` first)")
-    parts = [dict(np.load(f)) for f in files]
+    parts = [read_shard(f) for f in files]
     offsets = np.cumsum([0] + [len(p["q_init"]) for p in parts[:-1]])
     merged = {key: np.concatenate([p[key] for p in parts]) for key in parts[0] if key not in ("grasp", "rejected")}
     merged["grasp"] = np.concatenate([p["grasp"] + o for p, o in zip(parts, offsets)])

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from robocal.errors import InputError
 from robocal.grasp.learned import losses, networks
 from robocal.outputs import write_atomically
+from robocal.validation import read_json, validate_mapping
 
 CHECKPOINT, STATE, CURVES = "checkpoint.eqx", "state.json", "curves.html"
 
@@ -203,15 +204,51 @@ def _step_fn(loss: Callable, learning_rate: float, batch: int) -> tuple[optax.Gr
     return optimizer, step
 
 
+class RunState(BaseModel):
+    """The fields of a run's state.json that resuming and loading it rely on; the others (dataset,
+    constant_val_loss) are its record."""
+
+    model_config = ConfigDict(extra="allow")
+
+    config: TrainConfig
+    step: int = Field(ge=0)
+    grid: int = Field(ge=1)
+    curves: list[tuple[int, float | None, float]]
+
+
+def read_state(run: Path) -> dict | None:
+    """A run folder's state (`train`'s return value) as written, None where it has none yet; a
+    state.json that is not one is an InputError naming the field."""
+    path = Path(run) / STATE
+    if not path.exists():
+        return None
+    state = read_json(path)
+    validate_mapping(path, state, RunState)
+    return state
+
+
+def read_leaves(path: Path, like):
+    """`eqx.tree_deserialise_leaves(path, like)`; a file that does not hold leaves of `like`'s
+    shapes (cut short, or written for other options) is an InputError naming it."""
+    try:
+        return eqx.tree_deserialise_leaves(path, like)
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror})") from None
+    except (ValueError, RuntimeError, EOFError) as exc:  # equinox wraps numpy's reading error in RuntimeErrors naming the leaf
+        cause: BaseException = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        raise InputError(path, f"does not hold this network's weights, cut short or written for other options ({cause})") from None
+
+
 def _load(out: Path, config: TrainConfig, like: tuple) -> tuple[tuple, dict] | None:
     """The checkpoint (model, optimizer state) and state of an earlier run of `config`, if any."""
-    state_file = Path(out) / STATE
-    if not state_file.exists():
+    state = read_state(out)
+    if state is None:
         return None
-    state = json.loads(state_file.read_text())
     if state["config"] != config.model_dump(mode="json"):
-        raise InputError(state_file, "the folder holds a training run of another configuration; give a new --out or the same options")
-    return eqx.tree_deserialise_leaves(Path(out) / CHECKPOINT, like), state
+        raise InputError(Path(out) / STATE, "the folder holds a training run of another configuration; give a new --out or the same options")
+    return read_leaves(Path(out) / CHECKPOINT, like), state
 
 
 def _save(out: Path, model_state: tuple, state: dict) -> None:
@@ -239,7 +276,7 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     loaded = _load(out, config, (model, opt_state))
     if loaded is None:
         constant = constant_loss(config, train_arrays[3], np.asarray(val_split[3]))
-        dataset = json.loads((Path(data) / MANIFEST).read_text())
+        dataset = read_json(Path(data) / MANIFEST)
         state = {
             "config": config.model_dump(mode="json"),
             "dataset": dataset,
