@@ -165,6 +165,7 @@ def grasp_train(
     loss: Annotated[str, typer.Option("--loss", help="estimator loss: minimal_wrench or l2 (the ablation)")] = "minimal_wrench",
     steps: Annotated[int, typer.Option("--steps", min=1, help="optimizer steps per network")] = 20000,
     batch: Annotated[int, typer.Option("--batch", min=1, help="samples per step")] = 64,
+    per_grid: Annotated[int, typer.Option("--per-grid", min=1, help="samples of one grasp per step, its object encoded once (divides --batch)")] = 1,
     learning_rate: Annotated[float, typer.Option("--learning-rate", min=0.0, help="Adam's step size")] = 3e-4,
     width: Annotated[int, typer.Option("--width", min=4, help="width of the four dense layers")] = 256,
     channels: Annotated[str, typer.Option("--channels", help="output channels of the four 3D convolutions, comma-separated")] = "8,16,32,32",
@@ -192,6 +193,8 @@ def grasp_train(
     conv = csv_list(channels, "--channels", int, positive=True)
     if len(conv) != 4:
         raise RobocalError(f"--channels: four numbers, one per convolution (got {len(conv)})")
+    if batch % per_grid:
+        raise RobocalError(f"--per-grid: {per_grid} does not divide --batch {batch}")
     preflight(out_dir, [data / "manifest.json"])
     for name in chosen:
         config = TrainConfig(
@@ -199,6 +202,7 @@ def grasp_train(
             loss=loss,
             steps=steps,
             batch=batch,
+            per_grid=per_grid,
             learning_rate=learning_rate,
             width=width,
             channels=conv,

@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -38,21 +39,35 @@ def test_another_configuration_in_the_same_folder_is_refused(tiny_dataset):
 
 
 def test_a_damaged_shard_or_manifest_is_an_input_error_naming_the_file(tiny_dataset, tmp_path):
-    """A shard cut short (a copy that stopped), a file of other arrays and a manifest that is not
-    JSON: each refused with the file's name and what to do, nothing read half."""
+    """A shard cut short (a copy that stopped), of other arrays, of inconsistent shapes, values or
+    rows, or of another grid than the split's first, and a manifest that is not JSON: each
+    refused with the file's name (and the array's), nothing read half."""
     copy = tmp_path / "copy"
-    for f in tiny_dataset.rglob("*"):
-        if f.is_file():
-            (copy / f.relative_to(tiny_dataset)).parent.mkdir(parents=True, exist_ok=True)
-            (copy / f.relative_to(tiny_dataset)).write_bytes(f.read_bytes())
-    shard = sorted((copy / "train").glob("*.npz"))[0]
+    shutil.copytree(tiny_dataset, copy)
+    shards = sorted((copy / "train").glob("*.npz"))
+    shard = next(f for f in shards[1:] if len(np.load(f)["grasp"]))  # not the split's first, with samples
     whole = shard.read_bytes()
+    arrays = dict(np.load(shard))
+    K, L = arrays["q_init"].shape
     shard.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(InputError, match="not a whole shard.*remake") as error:
         dataset.load(copy, "train")
     assert error.value.path == shard
-    np.savez(shard, voxels=np.zeros((0, 16, 16, 16), np.uint8))
+    np.savez(shard, voxels=arrays["voxels"])
     with pytest.raises(InputError, match="q_grasp, q_init, kind, grasp, wrench") as error:
+        dataset.load(copy, "train")
+    assert error.value.path == shard
+    for key, value, message in (
+        ("q_init", arrays["q_init"][:, :5], rf"shape \({K}, 5\) where the shard's other arrays give \({K}, {L}\)"),
+        ("wrench", np.full_like(arrays["wrench"], np.nan), "not finite"),
+        ("grasp", arrays["grasp"] + K, rf"integers in \[0, {K}\)"),
+    ):
+        np.savez(shard, **{**arrays, key: value})
+        with pytest.raises(InputError, match=message) as error:
+            dataset.load(copy, "train")
+        assert (error.value.path, error.value.field) == (shard, key)
+    np.savez(shard, **{**arrays, "voxels": arrays["voxels"][:, ::2, ::2, ::2]})
+    with pytest.raises(InputError, match=f"grid 8 and {L} joints; {shards[0].name} has 16") as error:
         dataset.load(copy, "train")
     assert error.value.path == shard
     (copy / dataset.MANIFEST).write_text('{"seed": 3,\n"objects": }')

@@ -1,11 +1,14 @@
 import json
+import shutil
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from robocal.errors import InputError
-from robocal.grasp.learned import training
+from robocal.grasp.learned import dataset, training
 
 jax.config.update("jax_enable_x64", True)
 
@@ -72,6 +75,23 @@ def test_a_damaged_run_folder_is_an_input_error_naming_the_file(tiny_dataset, tm
     assert error.value.path == run / training.STATE and error.value.field == "step"
 
 
+def test_a_manifest_of_another_grid_or_no_configuration_is_refused(tiny_dataset, tmp_path):
+    """The shards' grid must be the manifest's (the observation the weights are used with), and
+    the manifest a dataset configuration."""
+    copy = tmp_path / "data"
+    shutil.copytree(tiny_dataset, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    config = training.TrainConfig(steps=1, **SMALL)
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "grid": 24}))
+    with pytest.raises(InputError, match="grids of 16 voxels where .*manifest.json says 24"):
+        training.train(config, copy, tmp_path / "run")
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "grid": "x"}))
+    with pytest.raises(InputError) as error:
+        training.train(config, copy, tmp_path / "run")
+    assert error.value.path == copy / "manifest.json" and error.value.field == "grid"
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_float32_run_follows_the_float64_run_and_keeps_its_weights_in_float32(tiny_dataset, tiny_run, tmp_path):
     from robocal.grasp.learned.controller import load_run
 
@@ -84,3 +104,41 @@ def test_a_float32_run_follows_the_float64_run_and_keeps_its_weights_in_float32(
     net, _ = load_run(tmp_path / "f32")
     leaves = [leaf for leaf in jax.tree.leaves(net) if hasattr(leaf, "dtype")]
     assert leaves and all(leaf.dtype == np.float32 for leaf in leaves)
+
+
+def test_grouped_minibatches_are_uniform_and_share_their_grid():
+    """`minibatch` with per_grid 4 over grasps of 1 to 40 samples: every group within one grasp,
+    each index drawn uniformly over all samples (chi-square over 3,000 batches), and per_grid 1
+    the plain uniform draw."""
+    counts = np.array([1, 3, 40, 7, 25, 12])
+    rows = jnp.asarray(np.repeat(np.arange(len(counts)), counts), dtype=jnp.int32)
+    draw = jax.jit(jax.vmap(lambda k: training.minibatch(k, rows, 32, 4)))
+    picks = np.asarray(draw(jax.random.split(jax.random.PRNGKey(0), 3000)))
+    groups = np.asarray(rows)[picks].reshape(3000, 8, 4)
+    assert (groups == groups[:, :, :1]).all()
+    # 96,000 draws over 88 samples: expected 1,090.9 each; chi-square with 87 degrees of freedom
+    # has mean 87 and standard deviation 13.2, so 87 + 5 sd = 153 fails only for a non-uniform draw
+    observed = np.bincount(picks.ravel(), minlength=len(rows))
+    expected = picks.size / len(rows)
+    assert ((observed - expected) ** 2 / expected).sum() < 153
+    key = jax.random.PRNGKey(3)
+    np.testing.assert_array_equal(training.minibatch(key, rows, 16, 1), jax.random.randint(key, (16,), 0, len(rows)))
+    with pytest.raises(ValueError, match="multiple of per_grid"):
+        training.TrainConfig(batch=30, per_grid=4)
+
+
+def test_a_grouped_step_takes_the_loss_of_its_samples_each_encoded(tiny_dataset, tmp_path):
+    """The step's loss with per_grid 4 (each grid encoded once, its features repeated) is the
+    loss of the same samples run through the whole network one by one; and such a run learns."""
+    config = training.TrainConfig(steps=60, per_grid=4, **SMALL)
+    data = training.arrays(dataset.load(tiny_dataset, "train"), config.network)
+    split = training.on_device(data, config.precision)
+    model = training.new_network(config, data[0].shape[1], data[2], data[3])
+    optimizer, step = training.training_step(training.loss_of(config), config.learning_rate, config.batch, config.per_grid)
+    key = jax.random.PRNGKey(config.seed + 1)
+    _, _, value = step(model, optimizer.init(eqx.filter(model, eqx.is_array)), split, key, jnp.uint32(7))
+    pick = np.asarray(training.minibatch(jax.random.fold_in(key, jnp.uint32(7)), split[1], config.batch, config.per_grid))
+    one_by_one = jnp.stack([model(data[0][data[1][i]].astype(float), data[2][i]) for i in pick])
+    np.testing.assert_allclose(float(value), float(training.loss_of(config)(one_by_one, jnp.asarray(data[3][pick]))), rtol=1e-12)
+    state = training.train(config, tiny_dataset, tmp_path / "grouped")
+    assert state["curves"][-1][2] < 0.5 * state["constant_val_loss"]

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned.observation import ObservationConfig
-from robocal.validation import read_json
+from robocal.validation import load_json_model
 
 MANIFEST = "manifest.json"
 SPLITS = ("train", "val", "test")
@@ -110,12 +110,17 @@ def jobs(config: DatasetConfig) -> list[tuple[str, int]]:
     return sorted(((name, index) for name in SPLITS for index in parts[name]), key=lambda job: job[1])
 
 
+def read_manifest(out: Path) -> DatasetConfig:
+    """The configuration a dataset folder was made with."""
+    return load_json_model(Path(out) / MANIFEST, DatasetConfig)
+
+
 def _check_manifest(config: DatasetConfig, out: Path) -> None:
     manifest = Path(out) / MANIFEST
     if manifest.exists():
-        found = read_json(manifest)
-        if found != config.model_dump():
-            raise InputError(manifest, f"the folder holds a dataset of another configuration {found}; give a new --out or the same options")
+        found = read_manifest(out)
+        if found != config:
+            raise InputError(manifest, f"the folder holds a dataset of another configuration {found.model_dump()}; give a new --out or the same options")
     else:
         manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_text(json.dumps(config.model_dump(), indent=1))
@@ -148,16 +153,35 @@ def read_shard(path: Path) -> dict[str, np.ndarray]:
     missing = [key for key in SHARD_KEYS if key not in arrays]
     if missing:
         raise InputError(path, f"not a shard of this robocal ({', '.join(missing)} missing); {remake}")
+    voxels, q_grasp = arrays["voxels"], arrays["q_grasp"]
+    K, S = len(voxels), len(arrays["grasp"])
+    G, L = voxels.shape[-1], q_grasp.shape[-1]
+    shapes = {"voxels": (K, G, G, G), "q_grasp": (K, L), "q_init": (K, L), "kind": (K,), "grasp": (S,), "rejected": ()}
+    shapes.update({"wrench": (S, 6), "wrench_cmd": (S, 6), "q_d": (S, L), "tau_m": (S, L), "tau_cmd": (S, L)})
+    for key, shape in shapes.items():
+        if arrays[key].shape != shape:
+            raise InputError(path, f"shape {arrays[key].shape} where the shard's other arrays give {shape}; {remake}", field=key)
+        if arrays[key].dtype.kind == "f" and not np.isfinite(arrays[key]).all():
+            raise InputError(path, f"values that are not finite; {remake}", field=key)
+    if S and not (arrays["grasp"].dtype.kind in "iu" and 0 <= arrays["grasp"].min() and arrays["grasp"].max() < K):
+        raise InputError(path, f"grasp rows must be integers in [0, {K}); {remake}", field="grasp")
     return arrays
 
 
 def load(out: Path, split: str) -> dict[str, np.ndarray]:
     """Every shard of one split concatenated: the per-grasp arrays stacked and `grasp`
-    renumbered into them (keys as in the module docstring)."""
+    renumbered into them (keys as in the module docstring). Shards of another grid or number of
+    joints than the split's first are refused."""
     files = sorted((Path(out) / split).glob("[0-9]*.npz"))
     if not files:
         raise InputError(Path(out) / split, "no shards (run `robocal grasp dataset` first)")
     parts = [read_shard(f) for f in files]
+    for f, p in zip(files, parts):
+        if (p["voxels"].shape[-1], p["q_grasp"].shape[-1]) != (parts[0]["voxels"].shape[-1], parts[0]["q_grasp"].shape[-1]):
+            raise InputError(
+                f,
+                f"grid {p['voxels'].shape[-1]} and {p['q_grasp'].shape[-1]} joints; {files[0].name} has {parts[0]['voxels'].shape[-1]} and {parts[0]['q_grasp'].shape[-1]}",
+            )
     offsets = np.cumsum([0] + [len(p["q_init"]) for p in parts[:-1]])
     merged = {key: np.concatenate([p[key] for p in parts]) for key in parts[0] if key not in ("grasp", "rejected")}
     merged["grasp"] = np.concatenate([p["grasp"] + o for p, o in zip(parts, offsets)])

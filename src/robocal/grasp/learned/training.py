@@ -13,8 +13,10 @@ Inputs are standardized and outputs scaled by the training set's statistics (`Sc
 with the weights). The baseline every curve is compared with is the best constant: the
 training mean (for the minimal-wrench loss: the mean wrench with the t-quantile of the scales).
 Adam (learning rate 3e-4, the paper's) on minibatches drawn with `jax.random.fold_in(key,
-step)`, so a run resumed from its checkpoint (`checkpoint.eqx` + `state.json`, written every
-`checkpoint_every` steps and at the end) takes the same steps as one that never stopped.
+step)` (`per_grid` > 1: groups of that many samples of one grasp, whose grid the step encodes
+once for the group; the convolutions are most of a step's work), so a run resumed from its
+checkpoint (`checkpoint.eqx` + `state.json`, written every `checkpoint_every` steps and at the
+end) takes the same steps as one that never stopped.
 `curves.html` shows the training and validation losses against the constant baseline.
 
 The splits are put on JAX's default device once (the grids as uint8) and every step draws its
@@ -31,14 +33,14 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robocal.errors import InputError
 from robocal.grasp.learned import losses, networks
@@ -56,6 +58,7 @@ class TrainConfig(BaseModel):
     quantile: float = Field(losses.QUANTILE, gt=0.0, lt=1.0)  # t of the scale loss
     steps: int = Field(20000, ge=1)
     batch: int = Field(64, ge=1)
+    per_grid: int = Field(1, ge=1)  # samples of one grasp per minibatch: its grid is encoded once for them (batch a multiple)
     learning_rate: float = Field(3e-4, gt=0.0)
     width: int = Field(networks.WIDTH, ge=4)
     channels: tuple[int, int, int, int] = networks.CHANNELS
@@ -63,6 +66,12 @@ class TrainConfig(BaseModel):
     eval_every: int = Field(200, ge=1)
     checkpoint_every: int = Field(1000, ge=1)
     precision: Literal["float64", "float32"] = "float64"  # the network's and the inputs' float type
+
+    @model_validator(mode="after")
+    def _whole_groups(self) -> TrainConfig:
+        if self.batch % self.per_grid:
+            raise ValueError(f"batch ({self.batch}) must be a multiple of per_grid ({self.per_grid})")
+        return self
 
 
 class Scaled(eqx.Module):
@@ -183,20 +192,34 @@ def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> f
     return total / len(rows)
 
 
+def minibatch(key: jax.Array, rows: jnp.ndarray, batch: int, per_grid: int) -> jnp.ndarray:
+    """Sample indices (batch,) into a split whose grid rows (S,) ascend: batch / per_grid samples
+    drawn uniformly, each followed by per_grid - 1 drawn uniformly among its grasp's samples, so
+    every index is still uniform over the split and each group shares one grid."""
+    first = jax.random.randint(key, (batch // per_grid,), 0, rows.shape[0])
+    if per_grid == 1:
+        return first
+    grid = rows[first]
+    start, end = jnp.searchsorted(rows, grid, side="left"), jnp.searchsorted(rows, grid, side="right")
+    more = start[:, None] + jnp.floor(jax.random.uniform(jax.random.fold_in(key, 1), (len(first), per_grid - 1)) * (end - start)[:, None]).astype(rows.dtype)
+    return jnp.concatenate([first[:, None], more], axis=1).reshape(-1)
+
+
 @cache
-def _step_fn(loss: Callable, learning_rate: float, batch: int) -> tuple[optax.GradientTransformation, Callable]:
-    """Adam and its jitted training step (kept per loss, rate and batch: compiled once per
-    process). The step draws its minibatch from the split on the device with
-    `fold_in(key, step)`."""
+def training_step(loss: Callable, learning_rate: float, batch: int, per_grid: int) -> tuple[optax.GradientTransformation, Callable]:
+    """Adam and its jitted training step (kept per loss, rate and minibatch shape: compiled once
+    per process). The step draws its minibatch (`minibatch`) from the split on the device with
+    `fold_in(key, step)` and encodes each of its grids once."""
     optimizer = optax.adam(learning_rate)
 
     def batch_loss(model, split, pick):
         voxels, rows, inputs, targets = split
-        return head_loss(model, loss, encode(model, voxels[rows[pick]]), inputs[pick], targets[pick])
+        features = jnp.repeat(encode(model, voxels[rows[pick[::per_grid]]]), per_grid, axis=0)
+        return head_loss(model, loss, features, inputs[pick], targets[pick])
 
     @eqx.filter_jit
     def step(model, state, split, key, number):
-        pick = jax.random.randint(jax.random.fold_in(key, number), (batch,), 0, split[1].shape[0])
+        pick = minibatch(jax.random.fold_in(key, number), split[1], batch, per_grid)
         value, grads = eqx.filter_value_and_grad(batch_loss)(model, split, pick)
         updates, state = optimizer.update(grads, state, eqx.filter(model, eqx.is_array))
         return eqx.apply_updates(model, updates), state, value
@@ -246,7 +269,7 @@ def _load(out: Path, config: TrainConfig, like: tuple) -> tuple[tuple, dict] | N
     state = read_state(out)
     if state is None:
         return None
-    if state["config"] != config.model_dump(mode="json"):
+    if TrainConfig(**state["config"]) != config:  # a field added since the run was made takes its default
         raise InputError(Path(out) / STATE, "the folder holds a training run of another configuration; give a new --out or the same options")
     return read_leaves(Path(out) / CHECKPOINT, like), state
 
@@ -263,23 +286,26 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     """Train (or resume) one network; returns the state: config, step, curves (step, mean
     training loss since the last point (None at step 0), validation loss) and the constant
     baseline's validation loss."""
-    from robocal.grasp.learned.dataset import MANIFEST, load
+    from robocal.grasp.learned.dataset import MANIFEST, load, read_manifest
 
     out = Path(out)
-    train_arrays = arrays(load(data, "train"), config.network)
-    train_split, val_split = on_device(train_arrays, config.precision), on_device(arrays(load(data, "val"), config.network), config.precision)
-    grid = train_arrays[0].shape[1]
+    manifest = read_manifest(data)
+    train_arrays, val_arrays = (arrays(load(data, split), config.network) for split in ("train", "val"))
+    grid = manifest.grid
+    for split, (voxels, *_) in (("train", train_arrays), ("val", val_arrays)):
+        if voxels.shape[1:] != (grid,) * 3:
+            raise InputError(Path(data) / split, f"grids of {voxels.shape[1]} voxels where {Path(data) / MANIFEST} says {grid}")
+    train_split, val_split = on_device(train_arrays, config.precision), on_device(val_arrays, config.precision)
     loss = loss_of(config)
-    optimizer, step_fn = _step_fn(loss, config.learning_rate, config.batch)
+    optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid)
     model = new_network(config, grid, train_arrays[2], train_arrays[3])
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
     loaded = _load(out, config, (model, opt_state))
     if loaded is None:
         constant = constant_loss(config, train_arrays[3], np.asarray(val_split[3]))
-        dataset = read_json(Path(data) / MANIFEST)
-        state = {
+        state: dict[str, Any] = {
             "config": config.model_dump(mode="json"),
-            "dataset": dataset,
+            "dataset": manifest.model_dump(),
             "grid": grid,
             "step": 0,
             "curves": [[0, None, evaluate(model, loss, val_split)]],
