@@ -4,7 +4,8 @@
 # run named RUN@START starts START seconds in, on the shards made by then, trains on the GPU
 # (float32, the runs share it) and is stopped at END (its last checkpoint counts). Runs: main and
 # fast, the minimal-wrench estimator at learning rates 3e-4 and 1e-3; l2, its plain-L2 ablation;
-# pred, the torque predictor. RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
+# pred, the torque predictor; fast8 and pred8, fast and pred with 8 samples per grasp and step
+# (`--per-grid 8`: the grid encoded once for 8 samples). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
 # this script, same options). Then each estimator's quiet-force figures on the test split.
 # Results: $OUT/summary.json, one tar per run, the logs. TINY=1 runs the same steps on a CPU.
 # Usage: bash examples/learned_grasp/train_on_gpu.sh OBJECTS END RUN@START [RUN@START ...]
@@ -21,7 +22,8 @@ $PY -c "import jax, equinox, optax, mujoco, clarabel, pydantic; print('jax', jax
 if [ -n "${TINY:-}" ]; then STEPS="--steps 40 --eval-every 10 --checkpoint-every 20 --batch 8 --width 32 --channels 2,4,4,4"; GRID=16; WORKERS=2
 else STEPS="--steps 1000000 --eval-every 500 --checkpoint-every 500 --batch 256"; GRID=48; WORKERS=$(($(nproc) - ${#RUNS[@]})); fi
 declare -A OPTIONS=([main]="--networks estimator --learning-rate 3e-4" [fast]="--networks estimator --learning-rate 1e-3"
-  [l2]="--networks estimator --loss l2 --learning-rate 3e-4" [pred]="--networks predictor --learning-rate 3e-4")
+  [l2]="--networks estimator --loss l2 --learning-rate 3e-4" [pred]="--networks predictor --learning-rate 3e-4"
+  [fast8]="--networks estimator --learning-rate 1e-3 --per-grid 8" [pred8]="--networks predictor --learning-rate 3e-4 --per-grid 8")
 for run in "${RUNS[@]}"; do [ -n "${OPTIONS[${run%@*}]:-}" ] || { echo "unknown run ${run%@*}"; exit 2; }; done
 shards() { for s in train val test; do echo -n "$(ls $W/data/$s 2>/dev/null | wc -l) $s "; done; }
 
