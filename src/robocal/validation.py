@@ -91,16 +91,28 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def yaml_problem(exc: yaml.YAMLError, text: str | None = None) -> tuple[str, int | None]:
+    """What is wrong in a YAML `text`, in one line, and the 1-based line where it is (None where
+    neither YAML nor the text tells)."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow, e.g. a NUL
+        character = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        return f"unacceptable character {character}: {exc.reason}", text.count("\n", 0, exc.position) + 1 if text is not None else None
+    mark = getattr(exc, "problem_mark", None)
+    return getattr(exc, "problem", None) or str(exc).splitlines()[0], mark.line + 1 if mark else None
+
+
 def load_yaml_model(path: Path, model: type[M]) -> M:
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_UniqueKeyLoader)
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise InputError(path, f"cannot read file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}", line=mark.line + 1 if mark else None) from None
+        problem, line = yaml_problem(exc, text)
+        raise InputError(path, f"not valid YAML: {problem}", line=line) from None
     return validate_mapping(path, raw, model)
 
 

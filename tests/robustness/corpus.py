@@ -67,6 +67,7 @@ urdf_case("cycle below the root", '<parent link="l3"/>\n    <child link="tool"/>
 urdf_case("second root", '<link name="tool"/>', '<link name="tool"/><link name="orphan"/>')
 urdf_case("root element not robot", '<robot name="arm3">', '<model name="arm3">')
 urdf_case("unclosed element", "</robot>", "")
+urdf_case("a NUL character inside", '<link name="tool"/>', '\0<link name="tool"/>')
 urdf_case("not XML at all", '<?xml version="1.0" encoding="utf-8"?>', "robot: arm3\n")
 
 
@@ -191,6 +192,11 @@ def _(d, p):
 @case("problem: key given twice", "problem.yaml")
 def _(d, p):
     p["__raw__"] = yaml.safe_dump(p, sort_keys=False) + "robot: arm.urdf\n"
+
+
+@case("problem: a NUL character", "problem.yaml")
+def _(d, p):
+    p["__raw__"] = yaml.safe_dump(p, sort_keys=False) + "name: a\0b\n"
 
 
 @case("problem: not UTF-8", "problem.yaml")

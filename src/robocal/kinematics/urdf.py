@@ -79,7 +79,7 @@ def parse_document(path: str | Path) -> etree._ElementTree:
     except OSError as exc:
         raise InputError(path, f"cannot read URDF ({exc})") from None
     except etree.XMLSyntaxError as exc:
-        raise InputError(path, f"not valid XML: {exc.msg}", line=exc.lineno) from None
+        raise InputError(path, f"not valid XML: {exc.msg.splitlines()[0]}", line=exc.lineno) from None  # libxml2 may add "\n, line L, column C"
     info = document.docinfo
     if info.internalDTD is not None or info.system_url or info.public_id:
         raw = path.read_bytes()

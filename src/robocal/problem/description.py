@@ -31,6 +31,7 @@ from lxml import etree
 
 from robocal.errors import InputError
 from robocal.kinematics.urdf import parse_document
+from robocal.validation import yaml_problem
 
 NAMESPACE = "urn:robocal:description:1"  # an identifier, never fetched
 VERSION = "1"
@@ -85,7 +86,9 @@ def _value(path: Path, element: etree._Element):
     try:
         return yaml.safe_load(element.text or "")
     except yaml.YAMLError as exc:
-        raise InputError(path, f"calibration description: <{etree.QName(element).localname}> holds no YAML scalar ({exc})", line=element.sourceline) from None
+        raise InputError(
+            path, f"calibration description: <{etree.QName(element).localname}> holds no YAML scalar ({yaml_problem(exc)[0]})", line=element.sourceline
+        ) from None
 
 
 def embed(urdf: Path, problem: dict, criteria: dict | None = None) -> bytes:
