@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, Field, RootModel
 
 from robocal.analysis.gauge import TWISTS
 from robocal.calibration import Calibration
@@ -30,6 +31,7 @@ from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.urdf import write_calibrated_urdf, write_urdf
 from robocal.provenance import fingerprints
+from robocal.validation import Vec3, load_yaml_model, read_json, validate_mapping
 
 
 def _pose(t: np.ndarray) -> dict:
@@ -134,24 +136,51 @@ class StoredResult:
         return before, after
 
 
+class InputFile(BaseModel):
+    """One input file of report.json `inputs` (provenance.fingerprints)."""
+
+    path: str
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+
+
+class RecordedInputs(BaseModel):
+    """report.json's `inputs` block, checked before it is compared with a problem's files (the rest of the report is read by `read_results`)."""
+
+    inputs: dict[str, InputFile]
+
+
+class StoredPose(BaseModel):
+    xyz: Vec3
+    rpy: Vec3
+
+
+class StoredFrame(BaseModel):
+    initial: StoredPose
+
+
+class StoredFrames(RootModel[dict[str, StoredFrame]]):
+    """frames.yaml as `read_results` reads it: each frame's `initial` pose (the other poses are for people)."""
+
+
 def read_results(folder: Path) -> StoredResult:
+    """The result folder of `robocal calibrate` (module doc); a missing, unreadable or damaged
+    report.json or frames.yaml is an InputError naming the file (and the field). A report without
+    `inputs` (written by an older robocal) reads as `inputs` None."""
     report_path, frames_path = folder / "report.json", folder / "frames.yaml"
     for path in (report_path, frames_path):
         if not path.exists():
             raise InputError(path, "missing; is this the output folder of `robocal calibrate`?")
+    report = read_json(report_path)
     try:
-        report = json.loads(report_path.read_text())
         params = report["parameters"]
         baseline = {p["name"]: float(p["baseline"]) for p in params}
         estimate = {p["name"]: float(p["estimate"]) for p in params}
-        inputs = report.get("inputs")
         gauge = report.get("gauge")
         twists = np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]]) if gauge else None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(report_path, f"not a robocal report ({type(exc).__name__}: {exc})") from None
-    try:
-        frames = yaml.safe_load(frames_path.read_text()) or {}
-        initials = {name: _from_pose(f["initial"]) for name, f in frames.items()}
-    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(frames_path, f"not a robocal frames file ({type(exc).__name__}: {exc})") from None
+    recorded = validate_mapping(report_path, report, RecordedInputs).inputs if "inputs" in report else None
+    inputs = {role: entry.model_dump() for role, entry in recorded.items()} if recorded is not None else None
+    frames = load_yaml_model(frames_path, StoredFrames).root
+    initials = {name: _from_pose(frame.initial.model_dump()) for name, frame in frames.items()}
     return StoredResult(initials, baseline, estimate, inputs, twists)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -17,11 +18,12 @@ import pytest
 from matplotlib.image import imread
 from typer.testing import CliRunner
 
+from robocal import cli
 from robocal.cli import app
-from robocal.errors import InputError
+from robocal.errors import InputError, RobocalError
 from robocal.teleop import HandMapping
 from robocal.teleop.contact import contact_distances, contact_warnings, parse_object, sphere
-from robocal.teleop.picture import draw, save_picture
+from robocal.teleop.picture import check_picture_path, draw, save_picture
 
 RADIUS = 0.01425
 
@@ -132,3 +134,44 @@ def test_cli_show_maps_raw_glove_readings_through_a_sensor_file(mapping, tmp_pat
     printed = dict((name, float(value)) for name, value in re.findall(r"(\w+)=(-?\d+\.\d+)", result.output))  # the console may wrap the line
     expected = mapping.joint_map(glove.joint_values(raw[1]))
     assert np.allclose([printed[name] for name in mapping.config.robot.actuated], expected, atol=5e-5)  # printed to 4 decimals
+
+
+@pytest.mark.parametrize(
+    "name, said", [("tp.txt", "must be a picture file ending in one of"), ("SOMEDIR", "must be a picture file"), ("pics.png", "existing folder")]
+)
+def test_cli_show_refuses_an_out_it_cannot_write_before_any_work(tmp_path, name, said):
+    """--out is checked first: a suffix matplotlib cannot write, or an existing folder, is one line
+    naming --out, exit code 2, and nothing is written (the missing --joints is never read)."""
+    (tmp_path / "SOMEDIR").mkdir()
+    (tmp_path / "pics.png").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    out = tmp_path / name
+    result = CliRunner().invoke(app, ["teleop", "show", "--joints", str(tmp_path / "missing.csv"), "--mode", "joint", "--out", str(out)])
+    assert isinstance(result.exception, RobocalError) and not isinstance(result.exception, InputError)
+    assert str(result.exception).startswith(f"{out}: --out ") and said in str(result.exception) and "\n" not in str(result.exception)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_cli_show_bad_out_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["robocal", "teleop", "show", "--joints", str(tmp_path / "poses.csv"), "--out", str(tmp_path / "tp.txt")])
+    monkeypatch.setenv("COLUMNS", "500")
+    with pytest.raises(SystemExit) as info:
+        cli.main()
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(f"error: {tmp_path / 'tp.txt'}: --out must be a picture file") and err.count("\n") == 1
+    assert not (tmp_path / "tp.txt").exists()
+
+
+def test_picture_path_is_never_an_input_nor_in_a_file(tmp_path):
+    picture = tmp_path / "hands.png"
+    picture.write_bytes(b"an input picture")
+    with pytest.raises(RobocalError, match="--out is one of the command's input files"):
+        check_picture_path(picture, [tmp_path / "poses.csv", None, picture])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RobocalError, match="is not a writable folder"):
+        check_picture_path(tmp_path / "file" / "hands.png")
+    for fine in (picture, tmp_path / "new" / "deeper" / "hands.PNG", tmp_path / "hands.svg"):  # an earlier picture is replaced; folders are made
+        check_picture_path(fine, [tmp_path / "poses.csv"])
+    with pytest.raises(RobocalError, match="ending in one of"):
+        check_picture_path(tmp_path / "hands.pgf")  # needs a TeX install
+    assert picture.read_bytes() == b"an input picture"

@@ -57,7 +57,7 @@ def teleop_show(
     from robocal.io.table import read_table
     from robocal.teleop import HandMapping
     from robocal.teleop.contact import contact_warnings, parse_object
-    from robocal.teleop.picture import draw, save_picture
+    from robocal.teleop.picture import check_picture_path, draw, save_picture
 
     if interactive:
         import matplotlib
@@ -66,6 +66,8 @@ def teleop_show(
             raise RobocalError(
                 f"--interactive needs a display and a GUI backend for matplotlib (it has '{matplotlib.get_backend()}'); write a picture with --out instead"
             )
+    else:
+        check_picture_path(out_file, [joints, sensors, mapping_file])  # before any work: a bad --out costs nothing
     table = read_table(joints)
     if row > len(table):
         raise RobocalError(f"{joints}: --row {row}, but the file has {len(table)} data rows")

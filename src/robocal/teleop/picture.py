@@ -8,12 +8,15 @@ title; objects are drawn in grey, the fingertip targets of the fingertip mapping
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.figure import Figure
 
+from robocal.errors import RobocalError
 from robocal.geometry.primitives import Box, Capsule, Sphere
 from robocal.kinematics.model import RobotModel
 from robocal.teleop.contact import ContactWarning, Obstacle
@@ -103,8 +106,25 @@ def draw(
     return fig
 
 
+def check_picture_path(path: Path, inputs: Iterable[Path | None] = ()) -> None:
+    """Raise a RobocalError naming --out unless `save_picture` can write `path`: a picture suffix
+    matplotlib writes (but pgf), not an existing folder, none of the command's `inputs`, and in a folder that
+    exists or can be created (an earlier picture there is replaced)."""
+    path = Path(path)
+    formats = sorted(set(FigureCanvasBase.get_supported_filetypes()) - {"pgf"})  # pgf: LaTeX source, written by running a TeX install
+    if path.suffix.lower().removeprefix(".") not in formats:
+        raise RobocalError(f"{path}: --out must be a picture file ending in one of {', '.join('.' + f for f in formats)}")
+    if path.is_dir():
+        raise RobocalError(f"{path}: --out is an existing folder; give a picture file name")
+    if any(p is not None and Path(p).resolve() == path.resolve() for p in inputs):
+        raise RobocalError(f"{path}: --out is one of the command's input files")
+    existing = next((p for p in path.parents if p.exists()), Path("."))
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise RobocalError(f"{path}: --out cannot be written there ({existing} is not a writable folder)")
+
+
 def save_picture(fig: Figure, path: str | Path, dpi: int = 100) -> Path:
-    """Write the figure (PNG, or any format matplotlib knows from the suffix)."""
+    """Write the figure (PNG, or any format matplotlib knows from the suffix; `check_picture_path` first tells a bad one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)
