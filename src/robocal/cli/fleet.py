@@ -17,10 +17,10 @@ Db = Annotated[str, typer.Option("--db", help="SQLite file, or a URL such as pos
 
 @app.command()
 def init(db: Db = DEFAULT_DB) -> None:
-    """Create the fleet database (or upgrade it to the newest schema)."""
+    """Create the fleet database, or upgrade one of an older robocal to the newest schema (an older SQLite file is copied first)."""
     from robocal.fleet.store import open_store
 
-    open_store(db, create=True)
+    open_store(db, create=True, notice=lambda line: out.print(line, markup=False, highlight=False))
     out.print(f"fleet database ready: {db}", markup=False, highlight=False)
 
 

@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from robocal.errors import InputError
+from robocal.io.table import read_text
 
 CRITERIA = "criteria.yaml"  # beside problem.yaml in a session folder
 
@@ -36,11 +37,13 @@ class Criteria(BaseModel):
 
 
 def load_criteria(path: Path) -> Criteria:
-    """A criteria file (YAML); defaults where the session folder has none."""
+    """A criteria file (YAML); defaults where the session folder has none (or it is empty). A file that
+    cannot be read, is not UTF-8, not YAML or not criteria is an InputError naming it."""
     if not path.exists():
         return Criteria()
+    text = read_text(path, "the criteria file")
     try:
-        return Criteria.model_validate(yaml.safe_load(path.read_text()) or {})
+        return Criteria.model_validate(yaml.safe_load(text) or {})
     except (yaml.YAMLError, ValidationError) as exc:
         raise InputError(path, str(exc).replace("\n", " ")) from None
 

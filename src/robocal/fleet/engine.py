@@ -9,23 +9,27 @@ one result or `running` without one under a lease that runs out, after which any
 one's successor, or another on the same store) puts it back in the queue; the jobs of another live
 run are left to it (robocal.fleet.store.jobs). So nothing is lost or done twice, whatever the
 executor (robocal.fleet.executors: in this process, a process pool, Ray) and however many runs
-share the store. The job code is the same for all of them (robocal.fleet.work).
+share the store. The job code is the same for all of them (robocal.fleet.work). A run that stops
+on an exception (a bug, a dead worker, Ctrl-C) puts the jobs it still holds back in the queue on
+its way out, so the next run takes them at once.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 
 from sqlalchemy import Engine
 
 from robocal.fleet.executors import executor
-from robocal.fleet.store.jobs import Lease, claim_many, counts, finish_many
+from robocal.fleet.store.jobs import Lease, claim_many, counts, finish_many, release
 from robocal.fleet.store.models import Result
 from robocal.fleet.work import Outcome, Work, calibrate_session
 
 __all__ = ["BATCH", "calibrate_session", "chunk_size", "finish_chunk", "run"]
 BATCH = 256  # sessions per chunk, the most solved in one vectorized call
+log = logging.getLogger("robocal.fleet")
 
 
 def run(
@@ -51,18 +55,25 @@ def run(
         work = calibrate_session
     size = 1 if work is not None else batch if kind == "inprocess" else chunk_size(engine, batch, workers)
     tally = {"done": 0, "failed": 0}
-    with executor(kind, engine, workers) as ex, lease.kept(engine):
-        pending: dict[int, list[tuple[int, int]]] = {}
-        while True:
-            while len(pending) < ex.depth and (claimed := claim_many(engine, size, lease)):
-                pending[ex.submit([session for _, session in claimed], work)] = claimed
-            if not pending:
-                return tally
-            for key, outcomes in ex.wait():
-                for session, status in finish_chunk(engine, lease, pending.pop(key), outcomes):
-                    tally[status] += 1
-                    if progress is not None:
-                        progress(session, status)
+    try:
+        with executor(kind, engine, workers) as ex, lease.kept(engine):
+            pending: dict[int, list[tuple[int, int]]] = {}
+            while True:
+                while len(pending) < ex.depth and (claimed := claim_many(engine, size, lease)):
+                    pending[ex.submit([session for _, session in claimed], work)] = claimed
+                if not pending:
+                    return tally
+                for key, outcomes in ex.wait():
+                    for session, status in finish_chunk(engine, lease, pending.pop(key), outcomes):
+                        tally[status] += 1
+                        if progress is not None:
+                            progress(session, status)
+    except BaseException:
+        try:
+            release(engine, lease)
+        except Exception as exc:  # the store itself failed: the jobs wait for their lease to run out
+            log.warning("could not put the jobs of %s back in the queue: %s", lease.owner, exc)
+        raise
 
 
 def chunk_size(engine: Engine, batch: int, workers: int) -> int:

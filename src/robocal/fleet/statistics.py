@@ -10,7 +10,7 @@ the spread they are judged against.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session as DbSession
 
+from robocal.fleet.store import stored_json
+from robocal.fleet.store.jobs import verdict_status
 from robocal.fleet.store.models import FleetModel, Result, Session, Station, Unit
 
 OUTLIER = 5.0  # scaled MADs from the batch median
@@ -35,10 +37,52 @@ class UnitResult:
     rms: float  # m, the largest calibrated rms over the session's measurements
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parameter(p: object) -> bool:
+    """Whether `p` is one of `Calibration.parameters()`: its name, unit, nominal, estimate and std (None where unknown)."""
+    return (
+        isinstance(p, dict)
+        and isinstance(p.get("name"), str)
+        and isinstance(p.get("unit"), str)
+        and _number(p.get("nominal"))
+        and _number(p.get("estimate"))
+        and (p.get("std") is None or _number(p.get("std")))
+    )
+
+
+def _parameters(value: object) -> list[dict]:
+    """A result's stored parameters; ValueError where they are not what `Calibration.parameters()` wrote."""
+    if not isinstance(value, list) or not all(_parameter(p) for p in value):
+        raise ValueError("not a list of parameters, each with its name, unit, nominal, estimate and std")
+    return value
+
+
+def _rms(report: object) -> float:
+    """The largest calibrated rms over a stored report's measurements (NaN without any)."""
+    if not isinstance(report, dict):
+        raise ValueError("not a report")
+    values = [m["after"][m["headline"]] for m in report["measurements"]]
+    if not all(_number(v) for v in values):
+        raise ValueError("a measurement's calibrated error is not a number")
+    return max(values, default=math.nan)
+
+
 def results(engine: Engine) -> list[UnitResult]:
-    """Every stored result, oldest first."""
+    """Every stored result, oldest first; a damaged one is a RobocalError naming its row."""
     query = (
-        sa.select(Unit.serial, Session.id, FleetModel.name, Station.name, Result.verdict, Result.parameters, Result.report)
+        sa.select(
+            Unit.serial,
+            Session.id,
+            FleetModel.name,
+            Station.name,
+            Result.id,
+            sa.cast(Result.verdict, sa.Text),
+            sa.cast(Result.parameters, sa.Text),
+            Result.report,
+        )
         .join(Session, Session.unit_id == Unit.id)
         .join(Result, Result.session_id == Session.id)
         .outerjoin(FleetModel, FleetModel.id == Session.model_id)
@@ -52,11 +96,11 @@ def results(engine: Engine) -> list[UnitResult]:
                 session,
                 model or "-",
                 station or "-",
-                (verdict or {}).get("status", "none"),
-                parameters,
-                max((m["after"][m["headline"]] for m in json.loads(report)["measurements"]), default=float("nan")),
+                stored_json(engine, "results", row_id, "verdict", verdict, verdict_status),
+                stored_json(engine, "results", row_id, "parameters", parameters, _parameters),
+                float(stored_json(engine, "results", row_id, "report", report, _rms)),
             )
-            for serial, session, model, station, verdict, parameters, report in db.execute(query)
+            for serial, session, model, station, row_id, verdict, parameters, report in db.execute(query)
         ]
 
 

@@ -20,10 +20,11 @@ from sqlalchemy.orm import Session as DbSession
 
 from robocal.errors import RobocalError
 from robocal.fleet.store.models import AuditEntry, Station, Token, now
+from robocal.fleet.store.sessions import SERIAL
 
 SCOPES = ("station", "engineer", "admin")
 COOKIE = "robocal_token"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # serials, station and model names, file names
+NAME = SERIAL  # serials, station and model names, file names: one plain-name rule (fullmatch)
 _TOKEN = re.compile(r"^rc([1-9][0-9]{0,8})_([A-Za-z0-9_-]{43})$")  # ids within a 32-bit integer column
 _DUMMY = hashlib.sha256(b"no such token").hexdigest()
 _bearer = HTTPBearer(auto_error=False, description="a token from `robocal serve token create`")
@@ -49,7 +50,7 @@ def create_token(engine: Engine, scope: str, station: str | None = None, expires
         raise RobocalError(f"scope '{scope}': expected one of {', '.join(SCOPES)}")
     if (scope == "station") != (station is not None):
         raise RobocalError("a station token needs --station, and only a station token takes one")
-    if station is not None and not NAME.match(station):
+    if station is not None and not NAME.fullmatch(station):
         raise RobocalError(f"station name '{station}': letters, digits, '.', '_' and '-' only (at most 100)")
     secret = secrets.token_urlsafe(32)
     with DbSession(engine) as db, db.begin():

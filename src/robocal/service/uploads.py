@@ -30,7 +30,7 @@ def checked_files(files: dict[str, bytes]) -> dict[str, bytes]:
     if not files or len(files) > MAX_FILES:
         raise HTTPException(422, f"files: between 1 and {MAX_FILES} files")
     for name in files:
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             raise HTTPException(422, "files: a file name is letters, digits, '.', '_' and '-' only (no folders), at most 100")
         if name in (ROBOT, CRITERIA):
             raise HTTPException(422, f"files: {name} comes from the model, not from the station")

@@ -23,10 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, func, or_, select, update
+from sqlalchemy import Engine, Text, cast, func, or_, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 
+from robocal.fleet.store import stored_json
 from robocal.fleet.store.models import AuditEntry, Job, Result, now
 
 LEASE = 60.0  # s a claimed job stays its runner's without a heartbeat
@@ -102,6 +103,17 @@ def claim_many(engine: Engine, limit: int, lease: Lease) -> list[tuple[int, int]
         return sorted((job_id, session_id) for job_id, session_id in claimed)
 
 
+def release(engine: Engine, lease: Lease) -> list[int]:
+    """Put the jobs `lease` still holds back in the queue, at once (a run that stops on an error or
+    an interrupt: the next run takes them over without waiting for the lease); the jobs released."""
+    with DbSession(engine) as db, db.begin():
+        held = (Job.owner == lease.owner) & (Job.status == "running")
+        released = db.scalars(update(Job).where(held).values(status="queued", lease_until=None, updated=now()).returning(Job.id), execution_options=QUIET).all()
+        if released:
+            db.add(AuditEntry(action="release", detail={"jobs": sorted(released), "owner": lease.owner}))
+        return sorted(released)
+
+
 def finish_many(engine: Engine, lease: Lease, outcomes: list[tuple[int, Result | None, str | None]]) -> list[int]:
     """Store each job's result and mark it done (or failed with its error), (job id, result, error)
     each, all in one transaction; a job this runner no longer holds (its lease expired and another
@@ -132,11 +144,20 @@ def counts(engine: Engine) -> dict[str, int]:
         return {status: n for status, n in db.execute(select(Job.status, func.count()).group_by(Job.status))}
 
 
+def verdict_status(verdict: object) -> str:
+    """The status of a result's stored verdict ("none" without one); ValueError where it is not a verdict."""
+    if verdict is None:
+        return "none"
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("status", "none"), str):
+        raise ValueError('not a verdict {"status": ..., "reasons": [...]}')
+    return verdict.get("status", "none")
+
+
 def verdicts(engine: Engine) -> dict[str, int]:
-    """Results per verdict status (pass / rework / fail)."""
+    """Results per verdict status (pass / rework / fail); a damaged verdict is a RobocalError naming its row."""
     with DbSession(engine) as db:
         tally: dict[str, int] = {}
-        for verdict in db.scalars(select(Result.verdict)):
-            status = (verdict or {}).get("status", "none")
+        for row_id, raw in db.execute(select(Result.id, cast(Result.verdict, Text))):
+            status = stored_json(engine, "results", row_id, "verdict", raw, verdict_status)
             tally[status] = tally.get(status, 0) + 1
         return tally

@@ -1,7 +1,9 @@
 """Ingest session folders: raw files stored by SHA-256 (never modified), one queued job per session.
 
 A session folder is a folder holding `problem.yaml` and the files it names; the unit's serial number
-is the folder's name. Ingesting the same files again adds nothing (the session's fingerprint is the
+is the folder's name, a plain name (`SERIAL`: letters, digits, '.', '_' and '-', starting with a
+letter or digit, at most 100 characters, as the service takes them), since it names files
+(`fleet export` writes SERIAL.urdf). Ingesting the same files again adds nothing (the session's fingerprint is the
 SHA-256 over its sorted (path, file hash) list).
 """
 
@@ -9,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from pathlib import Path
 
 from sqlalchemy import Engine, select
@@ -18,6 +22,23 @@ from robocal.errors import InputError, RobocalError
 from robocal.fleet.store.models import AuditEntry, Blob, FleetModel, Job, Session, SessionFile, Unit
 
 PROBLEM = "problem.yaml"
+SERIAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a plain name (fullmatch); the service takes station and model names by it too
+SERIAL_RULE = "letters, digits, '.', '_' and '-' only, starting with a letter or digit, at most 100"
+
+
+def bad_serial(serial: str) -> str | None:
+    """Why `serial` is not a unit serial (module doc); None where it is one."""
+    return None if SERIAL.fullmatch(serial) else f"unit serial {serial!r}: {SERIAL_RULE}"
+
+
+def folder_serial(folder: Path) -> str:
+    """The unit serial of a session folder: its name (of the absolute path, so `.` is named too); a
+    name that is no serial is an InputError naming the folder."""
+    serial = Path(os.path.abspath(folder)).name
+    problem = bad_serial(serial)
+    if problem is not None:
+        raise InputError(folder, f"{problem} (a session folder's name is its unit's serial)")
+    return serial
 
 
 def session_folders(folder: Path) -> list[Path]:
@@ -32,14 +53,19 @@ def session_folders(folder: Path) -> list[Path]:
 
 def ingest_session(db: DbSession, folder: Path, **columns) -> Session | None:
     """Store one session folder; None when the same files are already stored. `columns`: further Session columns (model_id)."""
+    serial = folder_serial(folder)
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    return add_session(db, folder.name, files, **columns)
+    return add_session(db, serial, files, **columns)
 
 
 def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: dict | None = None, **columns) -> Session | None:
     """Store one session of unit `serial` (relative path -> bytes) and queue its job; None when the same
     fingerprint is already stored. The fingerprint covers the (path, sha256) list and `context` (the
-    service's serial, station and model); `columns`: further Session columns (station_id, clock_offset...)."""
+    service's serial, station and model); `columns`: further Session columns (station_id, clock_offset...).
+    A `serial` that is no unit serial (module doc) is a RobocalError."""
+    problem = bad_serial(serial)
+    if problem is not None:
+        raise RobocalError(problem)
     hashes = {path: hashlib.sha256(content).hexdigest() for path, content in files.items()}
     identity = sorted(hashes.items()) if context is None else [sorted(hashes.items()), context]
     fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -73,7 +99,10 @@ def ingest(engine: Engine, folder: Path, model: str | None = None) -> tuple[int,
             raise RobocalError(f"no model '{model}' in the store; add it with `robocal fleet add-model {model} --description URDF`")
         columns["model_id"] = model_id
     new = old = 0
-    for session_folder in session_folders(folder):
+    folders = session_folders(folder)
+    for session_folder in folders:  # every serial checked before any session is stored
+        folder_serial(session_folder)
+    for session_folder in folders:
         with DbSession(engine) as db, db.begin():
             if ingest_session(db, session_folder, **columns) is None:
                 old += 1

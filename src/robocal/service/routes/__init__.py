@@ -23,7 +23,7 @@ def database(request: Request) -> Iterator[DbSession]:
 
 def checked_name(value: str, field: str) -> str:
     """`value` when it is a plain name (letters, digits, '.', '_', '-'); else 422 naming the field."""
-    if not NAME.match(value):
+    if not NAME.fullmatch(value):
         raise HTTPException(422, f"{field}: letters, digits, '.', '_' and '-' only, at most 100, not starting with a symbol")
     return value
 
