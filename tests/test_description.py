@@ -99,3 +99,26 @@ def test_a_bad_description_is_a_located_error(arm, tmp_path, body, message):
     with pytest.raises(InputError, match=message) as info:
         load_problem(urdf)
     assert str(urdf) in str(info.value)
+
+
+def test_criteria_are_checked_on_the_way_in_and_out(arm, tmp_path, monkeypatch, capsys):
+    """describe --criteria carries only checked criteria (a wrong one names its file and field, a
+    missing file is named), and criteria read back from a URDF are checked before anything is
+    written."""
+
+    def describe(*args):
+        monkeypatch.setattr(sys, "argv", ["robocal", "describe", *map(str, args)])
+        with pytest.raises(SystemExit) as info:
+            cli.main()
+        return info.value.code, capsys.readouterr().err.strip()
+
+    (arm / "bad_criteria.yaml").write_text("sigmas: 3\nmax_rms: x\n")
+    code, err = describe(arm / "problem.yaml", "--out", arm / "checked.urdf", "--criteria", arm / "bad_criteria.yaml")
+    assert code == 2 and f"{arm / 'bad_criteria.yaml'}, field 'max_rms'" in err and not (arm / "checked.urdf").exists()
+    code, err = describe(arm / "problem.yaml", "--out", arm / "checked.urdf", "--criteria", arm / "no_criteria.yaml")
+    assert code == 2 and "no_criteria.yaml: --criteria: no such file" in err and not (arm / "checked.urdf").exists()
+    urdf = arm / "carried.urdf"
+    urdf.write_bytes(embed(arm / "arm.urdf", PROBLEM, {"sigmas": "many"}))
+    code, err = describe(urdf, "--out", arm / "carried.yaml")
+    assert code == 2 and f"{urdf}, field 'sigmas'" in err
+    assert not (arm / "carried.yaml").exists() and not (arm / "criteria.yaml").exists()

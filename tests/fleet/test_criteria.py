@@ -72,3 +72,18 @@ def test_verdicts_are_counted(tmp_path):
     statuses = iter(["pass", "rework", "pass"])
     run(engine, work=lambda e, s: Result(session_id=s, parameters=[], report="{}", verdict={"status": next(statuses), "reasons": []}))
     assert verdicts(engine) == {"pass": 2, "rework": 1}
+
+
+def test_a_criteria_file_error_names_its_line_or_field(tmp_path):
+    path = tmp_path / "criteria.yaml"
+    path.write_text("sigmas: 3\ntolerance: {joint_offset: [\n")
+    with pytest.raises(InputError, match="not valid YAML") as error:
+        load_criteria(path)
+    assert error.value.line == 3
+    path.write_text("sigmas: 3\nmax_rms: -1\n")
+    with pytest.raises(InputError) as error:
+        load_criteria(path)
+    assert error.value.field == "max_rms"
+    path.write_bytes(b"sigmas: \xff\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        load_criteria(path)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from robocal.errors import RobocalError
+from robocal.errors import InputError, RobocalError
 from robocal.outputs import new_file, write_atomically
 from robocal.terminal import out
 
@@ -30,6 +30,7 @@ def describe(
     PROBLEM.yaml writes it back (and criteria.yaml beside it when the description has criteria)."""
     import yaml
 
+    from robocal.fleet.criteria import Criteria, load_criteria
     from robocal.problem.description import embed, extract, is_description
     from robocal.problem.schema import problem_config
     from robocal.validation import load_yaml_model, validate_mapping
@@ -38,6 +39,8 @@ def describe(
     if is_description(source):
         problem, carried = extract(source)
         validate_mapping(source, problem, problem_config())
+        if carried is not None:
+            validate_mapping(source, carried, Criteria)
         files = [(out_file, problem)] + ([(out_file.with_name("criteria.yaml"), carried)] if carried is not None else [])
         for path, _ in files[1:]:
             _new_file_beside(source, path)
@@ -51,9 +54,8 @@ def describe(
     robot = source.parent / config.robot
     carried = None
     if criteria is not None:
-        try:
-            carried = yaml.safe_load(criteria.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise RobocalError(f"{criteria}: cannot read criteria ({exc})") from None
+        if not criteria.is_file():
+            raise InputError(criteria, "--criteria: no such file")
+        carried = load_criteria(criteria).model_dump(mode="json", exclude_unset=True)  # what the file sets, checked
     write_atomically(out_file, embed(robot, yaml.safe_load(source.read_text(encoding="utf-8-sig")), carried))
     out.print(f"wrote {out_file}: {robot.name} with the calibration description of {source.name}", markup=False, highlight=False)

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from robocal.errors import InputError
 from robocal.io.table import read_text
+from robocal.validation import validate_mapping, yaml_problem
 
 CRITERIA = "criteria.yaml"  # beside problem.yaml in a session folder
 
@@ -43,9 +44,11 @@ def load_criteria(path: Path) -> Criteria:
         return Criteria()
     text = read_text(path, "the criteria file")
     try:
-        return Criteria.model_validate(yaml.safe_load(text) or {})
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise InputError(path, str(exc).replace("\n", " ")) from None
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem, line = yaml_problem(exc, text)
+        raise InputError(path, f"not valid YAML: {problem}", line=line) from None
+    return validate_mapping(path, raw or {}, Criteria)
 
 
 @dataclass
