@@ -176,6 +176,10 @@ def grasp_train(
     weights: Annotated[
         Path | None, typer.Option("--weights", help="also write a weights folder of both networks here (for --controller learned --weights)")
     ] = None,
+    init: Annotated[
+        Path | None,
+        typer.Option("--init", help="start from the networks of this weights or `grasp train` folder (fine-tuning; same shapes), not from random weights"),
+    ] = None,
 ) -> None:
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
@@ -193,6 +197,7 @@ def grasp_train(
     conv = csv_list(channels, "--channels", int, positive=True)
     if len(conv) != 4:
         raise RobocalError(f"--channels: four numbers, one per convolution (got {len(conv)})")
+    start = load(init) if init is not None else None  # unreadable weights: an error before anything is written
     if batch % per_grid:
         raise RobocalError(f"--per-grid: {per_grid} does not divide --batch {batch}")
     preflight(out_dir, [data / "manifest.json"])
@@ -210,6 +215,7 @@ def grasp_train(
             precision=precision,
             eval_every=eval_every,
             checkpoint_every=checkpoint_every,
+            init=str(init) if init is not None else None,
         )
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)
@@ -217,7 +223,7 @@ def grasp_train(
             def on_step(done: int, total: int, bar=bar, task=task) -> None:  # bound now (B023); bar: rich's Progress or LoggedProgress
                 bar.update(task, completed=done)
 
-            state = train(config, data, out_dir / name, on_step)
+            state = train(config, data, out_dir / name, on_step, getattr(start, name) if start is not None else None)
         last = state["curves"][-1]
         out.print(
             f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}",

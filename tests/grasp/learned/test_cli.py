@@ -17,6 +17,7 @@ from tests.grasp.test_evaluation import robocal
         (["grasp", "train", "--data", "{tmp}", "--loss", "l1"], "--loss"),
         (["grasp", "train", "--data", "{tmp}", "--precision", "float16"], "--precision"),
         (["grasp", "train", "--data", "{tmp}", "--batch", "64", "--per-grid", "5"], "--per-grid"),
+        (["grasp", "train", "--data", "{tmp}", "--init", "{tmp}"], "no learned weights"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(tmp_path, args, named):

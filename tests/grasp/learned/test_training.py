@@ -142,3 +142,20 @@ def test_a_grouped_step_takes_the_loss_of_its_samples_each_encoded(tiny_dataset,
     np.testing.assert_allclose(float(value), float(training.loss_of(config)(one_by_one, jnp.asarray(data[3][pick]))), rtol=1e-12)
     state = training.train(config, tiny_dataset, tmp_path / "grouped")
     assert state["curves"][-1][2] < 0.5 * state["constant_val_loss"]
+
+
+def test_a_run_started_from_a_trained_network_begins_where_it_ended(tiny_dataset, tiny_run, tmp_path):
+    """Fine-tuning: a run given `start` (the tiny run's network, with its statistics) has that
+    network's validation loss at step 0, to rounding; a network of another shape is refused."""
+    from robocal.grasp.learned.controller import load_run
+
+    state, folder = tiny_run
+    net, _ = load_run(folder)
+    config = training.TrainConfig(steps=5, init=str(folder), **{**SMALL, "learning_rate": 1e-4, "eval_every": 5})
+    tuned = training.train(config, tiny_dataset, tmp_path / "tuned", start=net)
+    np.testing.assert_allclose(tuned["curves"][0][2], state["curves"][-1][2], rtol=1e-12)
+    assert tuned["step"] == 5 and tuned["config"]["init"] == str(folder)
+    wider = config.model_copy(update={"width": 32})
+    with pytest.raises(InputError, match="not of the shape") as error:
+        training.train(wider, tiny_dataset, tmp_path / "wider", start=net)
+    assert error.value.path == folder and not (tmp_path / "wider").exists()

@@ -66,6 +66,7 @@ class TrainConfig(BaseModel):
     eval_every: int = Field(200, ge=1)
     checkpoint_every: int = Field(1000, ge=1)
     precision: Literal["float64", "float32"] = "float64"  # the network's and the inputs' float type
+    init: str | None = None  # the weights or `grasp train` folder whose network the run starts from (fine-tuning); None: random weights
 
     @model_validator(mode="after")
     def _whole_groups(self) -> TrainConfig:
@@ -282,10 +283,19 @@ def _save(out: Path, model_state: tuple, state: dict) -> None:
     write_atomically(out / STATE, json.dumps(state, indent=1).encode())
 
 
-def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, int], None] | None = None) -> dict:
+def _same_shapes(a: Scaled, b: Scaled) -> bool:
+    try:
+        return all(jax.tree.leaves(jax.tree.map(lambda x, y: x.shape == y.shape, a, b)))
+    except ValueError:  # another tree structure (layers, static fields)
+        return False
+
+
+def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, int], None] | None = None, start: Scaled | None = None) -> dict:
     """Train (or resume) one network; returns the state: config, step, curves (step, mean
     training loss since the last point (None at step 0), validation loss) and the constant
-    baseline's validation loss."""
+    baseline's validation loss. `start`: the network a new run begins from, with its input and
+    output statistics (fine-tuning; `config.init` says where it came from), instead of random
+    weights with this training set's statistics."""
     from robocal.grasp.learned.dataset import MANIFEST, load, read_manifest
 
     out = Path(out)
@@ -299,6 +309,10 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     loss = loss_of(config)
     optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid)
     model = new_network(config, grid, train_arrays[2], train_arrays[3])
+    if start is not None:
+        if not _same_shapes(start, model):
+            raise InputError(config.init or "start", f"its {config.network} is not of the shape this run's options and the dataset's grid {grid} give")
+        model = in_precision(start, config.precision)
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
     loaded = _load(out, config, (model, opt_state))
     if loaded is None:
