@@ -156,3 +156,24 @@ def test_a_damaged_frame_names_its_field(calibrated, tmp_path, frames, field):
     with pytest.raises(InputError) as info:
         read_results(result)
     assert info.value.path == result / "frames.yaml" and info.value.field == field
+
+
+@pytest.mark.parametrize("key, value", [("estimate", "nan"), ("baseline", "inf")])
+def test_a_parameter_that_is_not_a_finite_number_is_named(calibrated, tmp_path, key, value):
+    result = damaged(calibrated, tmp_path, lambda report: report["parameters"][2].__setitem__(key, value))
+    with pytest.raises(InputError, match="not a finite number") as info:
+        read_results(result)
+    assert info.value.path == result / "report.json" and info.value.field == f"parameters[2].{key}"
+
+
+def test_a_result_of_other_parameters_is_refused_not_dropped(calibrated, tmp_path, monkeypatch, capsys):
+    """A stored parameter the problem does not have (the result was fitted with other parameters)
+    is an error naming it, not a value dropped in silence."""
+
+    def rename(report):
+        report["parameters"][0]["name"] = "j9.origin.x"
+
+    result = damaged(calibrated, tmp_path, rename)
+    problem, data = calibrated / "problem.yaml", calibrated / "train.csv"
+    code, _, err = run(monkeypatch, capsys, "evaluate", problem, "--result", result, "--data", data)
+    assert code == 2 and f"error: {result / 'report.json'}: j9.origin.x: not parameters of this problem" in err, err

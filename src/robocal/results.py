@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,10 +126,20 @@ class StoredResult:
     estimate: dict[str, float]
     inputs: dict[str, dict[str, str]] | None  # report.json `inputs`: role -> path, sha256 (None: an older result)
     gauge_twists: np.ndarray | None  # (k, 6) report.json `gauge`'s twists, the gauge the fit fixed (None: none)
+    report: Path  # the report.json read
 
     def vectors(self, names: list[str], nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(baseline, estimate) vectors in a problem's parameter order; absent names (held at
-        nominal by the fit: parameters.select) keep nominal."""
+        nominal by the fit: parameters.select) keep nominal. A stored parameter the problem does
+        not have is an InputError: the result was fitted with other parameters, and dropping its
+        value would evaluate another model than the one fitted."""
+        known = set(names)
+        foreign = [name for name in self.estimate if name not in known]
+        if foreign:
+            listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise InputError(
+                self.report, f"{listed}: not parameters of this problem; the result was fitted with other parameters (calibrate this problem again)"
+            )
         before, after = nominal.copy(), nominal.copy()
         for i, name in enumerate(names):
             if name in self.estimate:
@@ -175,6 +186,10 @@ def read_results(folder: Path) -> StoredResult:
         params = report["parameters"]
         baseline = {p["name"]: float(p["baseline"]) for p in params}
         estimate = {p["name"]: float(p["estimate"]) for p in params}
+        for i, p in enumerate(params):
+            for key in ("baseline", "estimate"):
+                if not math.isfinite(float(p[key])):
+                    raise InputError(report_path, f"{p[key]!r} is not a finite number", field=f"parameters[{i}].{key}")
         gauge = report.get("gauge")
         twists = np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]]) if gauge else None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -183,4 +198,4 @@ def read_results(folder: Path) -> StoredResult:
     inputs = {role: entry.model_dump() for role, entry in recorded.items()} if recorded is not None else None
     frames = load_yaml_model(frames_path, StoredFrames).root
     initials = {name: _from_pose(frame.initial.model_dump()) for name, frame in frames.items()}
-    return StoredResult(initials, baseline, estimate, inputs, twists)
+    return StoredResult(initials, baseline, estimate, inputs, twists, report_path)
