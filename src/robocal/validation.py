@@ -11,6 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import ErrorDetails
 
 from robocal.errors import InputError
+from robocal.io.table import read_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -101,31 +102,28 @@ def yaml_problem(exc: yaml.YAMLError, text: str | None = None) -> tuple[str, int
     return getattr(exc, "problem", None) or str(exc).splitlines()[0], mark.line + 1 if mark else None
 
 
-def load_yaml_model(path: Path, model: type[M]) -> M:
+def read_yaml(path: Path, what: str = "file") -> Any:
+    """A YAML file's content (a key given twice is refused); unreadable (`what` names it then), not
+    UTF-8 or not YAML is an InputError naming the line."""
+    text = read_text(path, what)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         problem, line = yaml_problem(exc, text)
         raise InputError(path, f"not valid YAML: {problem}", line=line) from None
-    return validate_mapping(path, raw, model)
+
+
+def load_yaml_model(path: Path, model: type[M]) -> M:
+    return validate_mapping(path, read_yaml(path), model)
 
 
 def read_json(path: Path) -> Any:
     """A JSON file's content (any JSON value); unreadable, not UTF-8 or not JSON is an InputError naming the line."""
     import json
 
+    text = read_text(path, "file")
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
 

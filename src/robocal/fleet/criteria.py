@@ -19,12 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from robocal.errors import InputError
-from robocal.io.table import read_text
-from robocal.validation import validate_mapping, yaml_problem
+from robocal.validation import read_yaml, validate_mapping
 
 CRITERIA = "criteria.yaml"  # beside problem.yaml in a session folder
 
@@ -42,13 +39,7 @@ def load_criteria(path: Path) -> Criteria:
     cannot be read, is not UTF-8, not YAML or not criteria is an InputError naming it."""
     if not path.exists():
         return Criteria()
-    text = read_text(path, "the criteria file")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem, line = yaml_problem(exc, text)
-        raise InputError(path, f"not valid YAML: {problem}", line=line) from None
-    return validate_mapping(path, raw or {}, Criteria)
+    return validate_mapping(path, read_yaml(path, "the criteria file") or {}, Criteria)
 
 
 @dataclass
