@@ -161,9 +161,43 @@ def test_a_damaged_frame_names_its_field(calibrated, tmp_path, frames, field):
 @pytest.mark.parametrize("key, value", [("estimate", "nan"), ("baseline", "inf")])
 def test_a_parameter_that_is_not_a_finite_number_is_named(calibrated, tmp_path, key, value):
     result = damaged(calibrated, tmp_path, lambda report: report["parameters"][2].__setitem__(key, value))
-    with pytest.raises(InputError, match="not a finite number") as info:
+    with pytest.raises(InputError, match="finite number") as info:
         read_results(result)
     assert info.value.path == result / "report.json" and info.value.field == f"parameters[2].{key}"
+
+
+def _gauge(twist: dict) -> Callable[[dict], None]:
+    return lambda report: report.__setitem__("gauge", {"directions": [{"twist": twist, "parameters": {}}]})
+
+
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        pytest.param(lambda r: r.__setitem__("parameters", 3), "parameters", "valid list", id="parameters-number"),
+        pytest.param(lambda r: r["parameters"][1].pop("baseline"), "parameters[1].baseline", "Field required", id="no-baseline"),
+        pytest.param(lambda r: r["parameters"][0].__setitem__("estimate", True), "parameters[0].estimate", "boolean", id="estimate-boolean"),
+        pytest.param(lambda r: r["parameters"][0].__setitem__("name", ["j2"]), "parameters[0].name", "valid string", id="name-list"),
+        pytest.param(lambda r: r.__setitem__("gauge", 5), "gauge", "valid dictionary", id="gauge-number"),
+        pytest.param(_gauge({"dx": 0.0}), "gauge.directions[0].twist.dy", "Field required", id="twist-incomplete"),
+        pytest.param(_gauge(dict.fromkeys(("dx", "dy", "dz", "rx", "ry"), 0.0) | {"rz": "x"}), "gauge.directions[0].twist.rz", "number", id="twist-text"),
+    ],
+)
+def test_a_damaged_parameter_or_gauge_names_the_field(calibrated, tmp_path, monkeypatch, capsys, change, field, message):
+    """What `read_results` reads of report.json besides `inputs` (the parameters' values, the
+    gauge's twists) is checked by field name as `inputs` is: one located line, exit code 2."""
+    result = damaged(calibrated, tmp_path, change)
+    with pytest.raises(InputError) as info:
+        read_results(result)
+    assert info.value.path == result / "report.json" and info.value.field == field and message in info.value.detail
+    code, _, err = run(monkeypatch, capsys, "evaluate", calibrated / "problem.yaml", "--result", result, "--data", calibrated / "train.csv")
+    assert code == 2 and err.strip() == f"error: {info.value}"
+
+
+def test_fields_robocal_never_reads_back_are_not_checked(calibrated, tmp_path):
+    """verdict, solver and measurements are for people and other programs: a result whose read
+    fields are sound stays usable whatever they hold."""
+    result = damaged(calibrated, tmp_path, lambda r: r.update(verdict=5, solver="x", measurements={"a": None}))
+    assert read_results(result).estimate == read_results(calibrated / "result").estimate
 
 
 def test_a_result_of_other_parameters_is_refused_not_dropped(calibrated, tmp_path, monkeypatch, capsys):

@@ -19,7 +19,8 @@ from robocal.analysis.doptimal import Design, TaskDOptimal, TaskMetric
 from robocal.analysis.selection import free_mask, selection
 from robocal.analysis.task_uncertainty import Task
 from robocal.errors import RobocalError
-from robocal.io.table import read_table
+from robocal.io.table import Table, read_table
+from robocal.outputs import file_stem
 from robocal.problem import Problem
 from robocal.solver.map import MapProblem, rows_and_jacobian
 
@@ -71,20 +72,37 @@ def choose(criterion: TaskDOptimal, n: int, strategy: Strategy, seed: int = 0) -
     raise RobocalError(f"unknown strategy '{strategy}' (greedy, detmax, random)")
 
 
-def write_selection(problem: Problem, design: Design, out_dir: Path) -> list[Path]:
+def data_tables(problem: Problem) -> list[Table]:
+    """Each measurement's data table, whose chosen rows `write_selection` copies: read before the
+    long work, so that data it cannot copy (a placement folder of socket files) are refused first."""
+    tables = []
+    for m in problem.measurements:
+        source = m.ctx.resolve(m.config.data)
+        if source.is_dir():
+            raise RobocalError(
+                f"{source}: measurement '{m.name}' reads a placement folder; `robocal design` copies the chosen rows of a data table "
+                "(CSV, JSON, .mat, Parquet): give the recording as one CSV with the joint columns and a `socket` column"
+            )
+        tables.append(read_table(source))
+    return tables
+
+
+def write_selection(problem: Problem, design: Design, tables: list[Table], out_dir: Path) -> list[Path]:
     """selection.json (criterion, chosen samples by file and line) and, per measurement, a copy of
-    its data file with only the chosen rows (header kept, file order kept)."""
+    its data table (`data_tables`) with only the chosen rows (header kept, file order kept), named
+    after the measurement (`file_stem`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     index = sample_index(problem)
     chosen = [index[c] for c in design.order]
     files, samples = [], []
-    for k, m in enumerate(problem.measurements):
+    for k, (m, table) in enumerate(zip(problem.measurements, tables)):
         lines = {int(m.lines[i]) for kk, i in chosen if kk == k}
         if not lines:
             continue
         source = m.ctx.resolve(m.config.data)
-        table = read_table(source)
-        target = out_dir / f"{m.name}.csv"
+        target = out_dir / f"{file_stem(m.name)}.csv"
+        if target in files:  # two names with the same stem (`a b`, `a_b`)
+            target = out_dir / f"{file_stem(m.name)}_{k}.csv"
         with target.open("w", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(table.header)

@@ -17,8 +17,6 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +29,9 @@ from robocal.calibration import Calibration
 from robocal.errors import InputError
 from robocal.kinematics import transforms as tf
 from robocal.kinematics.urdf import write_calibrated_urdf, write_urdf
+from robocal.outputs import file_stem
 from robocal.provenance import fingerprints
-from robocal.validation import Vec3, load_yaml_model, read_json, validate_mapping
+from robocal.validation import Number, Vec3, load_yaml_model, read_json, validate_mapping
 
 
 def _pose(t: np.ndarray) -> dict:
@@ -74,7 +73,7 @@ def write_results(cal: Calibration, out: Path, figures: bool = True) -> list[Pat
         written.insert(2, out / "report.html")
         write_html_report(cal, written[2], plots)
         for name, drawing in plots.items():
-            written.append(out / (re.sub(r"[^\w.-]+", "_", name) + ".svg"))
+            written.append(out / (file_stem(name) + ".svg"))
             written[-1].write_text(svg.standalone(drawing), encoding="utf-8")
     return written
 
@@ -154,10 +153,41 @@ class InputFile(BaseModel):
     sha256: str = Field(pattern="^[0-9a-f]{64}$")
 
 
-class RecordedInputs(BaseModel):
-    """report.json's `inputs` block, checked before it is compared with a problem's files (the rest of the report is read by `read_results`)."""
+class StoredParameter(BaseModel):
+    name: str
+    baseline: Number
+    estimate: Number
 
-    inputs: dict[str, InputFile]
+
+class StoredTwist(BaseModel):
+    """A gauge direction's rigid motion, in the order of `TWISTS`."""
+
+    dx: Number
+    dy: Number
+    dz: Number
+    rx: Number
+    ry: Number
+    rz: Number
+
+
+class StoredDirection(BaseModel):
+    twist: StoredTwist
+
+
+class StoredGauge(BaseModel):
+    directions: list[StoredDirection]
+
+
+class StoredReport(BaseModel):
+    """report.json as `read_results` reads it, checked by field name: the parameters' values, the
+    gauge's twists and the `inputs` block (compared with a problem's files; absent from a report of
+    an older robocal). The other fields (measurements, solver, verdict, ...) are for people and
+    other programs; robocal never reads them back, so their content cannot mislead it and is not
+    checked (a hand-edited verdict must not make a sound result unusable)."""
+
+    parameters: list[StoredParameter]
+    gauge: StoredGauge | None = None
+    inputs: dict[str, InputFile] = Field(default_factory=dict)  # None is no value of it: null in the file is an error, absence is not
 
 
 class StoredPose(BaseModel):
@@ -181,21 +211,11 @@ def read_results(folder: Path) -> StoredResult:
     for path in (report_path, frames_path):
         if not path.exists():
             raise InputError(path, "missing; is this the output folder of `robocal calibrate`?")
-    report = read_json(report_path)
-    try:
-        params = report["parameters"]
-        baseline = {p["name"]: float(p["baseline"]) for p in params}
-        estimate = {p["name"]: float(p["estimate"]) for p in params}
-        for i, p in enumerate(params):
-            for key in ("baseline", "estimate"):
-                if not math.isfinite(float(p[key])):
-                    raise InputError(report_path, f"{p[key]!r} is not a finite number", field=f"parameters[{i}].{key}")
-        gauge = report.get("gauge")
-        twists = np.array([[float(d["twist"][name]) for name in TWISTS] for d in gauge["directions"]]) if gauge else None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(report_path, f"not a robocal report ({type(exc).__name__}: {exc})") from None
-    recorded = validate_mapping(report_path, report, RecordedInputs).inputs if "inputs" in report else None
-    inputs = {role: entry.model_dump() for role, entry in recorded.items()} if recorded is not None else None
+    report = validate_mapping(report_path, read_json(report_path), StoredReport)
+    baseline = {p.name: p.baseline for p in report.parameters}
+    estimate = {p.name: p.estimate for p in report.parameters}
+    twists = np.array([[getattr(d.twist, name) for name in TWISTS] for d in report.gauge.directions]) if report.gauge is not None else None
+    inputs = {role: entry.model_dump() for role, entry in report.inputs.items()} if "inputs" in report.model_fields_set else None
     frames = load_yaml_model(frames_path, StoredFrames).root
     initials = {name: _from_pose(frame.initial.model_dump()) for name, frame in frames.items()}
     return StoredResult(initials, baseline, estimate, inputs, twists, report_path)

@@ -23,10 +23,11 @@ def _not_bool(value):
     return value
 
 
-# A finite number (never a boolean), a point or vector of three, and a count of at least one.
+# A finite number (never a boolean), a point or vector of three, a count of at least one, and a seed.
 Number = Annotated[float, BeforeValidator(_not_bool), Field(allow_inf_nan=False)]
 Vec3 = tuple[Number, Number, Number]
 Count = Annotated[int, BeforeValidator(_not_bool), Field(gt=0)]
+Seed = Annotated[int, BeforeValidator(_not_bool), Field(ge=0)]  # a random generator's seed: numpy takes none below 0
 # A positive, finite number (never a boolean); the type of every positive setting of a config file.
 Positive = Annotated[float, BeforeValidator(_not_bool), Field(gt=0, allow_inf_nan=False)]
 # A standard deviation (SI: m, rad, or the unit of its quantity): positive, finite, and within what

@@ -78,6 +78,17 @@ def test_detmax_reaches_a_design_no_single_exchange_improves():
             assert _direct(blocks, prior, task, (chosen - {out}) | {new}) >= design.criterion - 1e-9
 
 
+@pytest.mark.parametrize("spare", [0, 1, 3])
+def test_detmax_keeps_n_samples_with_few_candidates_to_spare(spare):
+    """With fewer than its longest excursion's candidates outside the design, DETMAX still returns
+    n distinct samples (an excursion never adds one the design already holds)."""
+    blocks, prior, task, _ = _problem(4, n=12)
+    criterion = TaskDOptimal(blocks, prior, task)
+    design = criterion.detmax(criterion.greedy(12 - spare).order)
+    assert len(design.order) == len(set(design.order.tolist())) == 12 - spare
+    assert design.criterion == pytest.approx(_direct(blocks, prior, task, design.order), abs=1e-9)
+
+
 def test_detmax_finds_the_exhaustive_optimum_of_a_small_problem():
     blocks, prior, task, _ = _problem(5, n=12, d=1)
     criterion = TaskDOptimal(blocks, prior, task)

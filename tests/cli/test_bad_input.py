@@ -239,6 +239,11 @@ CASES = {
         "problem.yaml",
         ["field 'frames.tracker.initial.rpyy'", "unknown key 'rpyy'"],
     ),
+    "task seed below 0": (
+        _problem(lambda p: p.__setitem__("task", {"tips": ["tool"], "seed": -1})),
+        "problem.yaml",
+        ["field 'task.seed'", "greater than or equal to 0"],
+    ),
     "YAML key given twice": (
         lambda d, p: _edit_lines(d / "problem.yaml", lambda ls: ls.insert(1, "robot: other.urdf")),
         "problem.yaml",

@@ -14,6 +14,9 @@ from typer.testing import CliRunner
 
 from robocal.cli import app
 from robocal.errors import RobocalError
+from robocal.io.sockets import write_socket_folder
+from tests.robustness.contract import hashes
+from tests.robustness.test_named_cases import run, said
 
 URDF = Path(__file__).resolve().parents[2] / "examples" / "mukca" / "data" / "urdf" / "panda.urdf"
 
@@ -49,6 +52,21 @@ def test_a_non_empty_output_folder_needs_force(tmp_path):
     )
     (tmp_path / "file").write_text("")
     assert refusal("--out", str(tmp_path / "file"), "--source", "sim") == f"{tmp_path / 'file'}: --out: exists and is not a folder"
+
+
+@pytest.mark.parametrize("where", ["the replayed folder", "inside it"])
+def test_out_that_would_write_into_the_replayed_folder_is_refused(tmp_path, monkeypatch, capsys, where):
+    """Written to the folder it replays (with --force), the recording would replace the recording
+    it shows; beside it, in a subfolder, it would change that input. Refused before the terminal
+    is asked for."""
+    replay = tmp_path / "front"
+    write_socket_folder(replay, [[[0.0] * 7] * 2, [[0.1] * 7] * 2])
+    before = hashes(replay)
+    out = replay if where == "the replayed folder" else replay / "again"
+    code, _, err = run(monkeypatch, capsys, "record", "sockets", "--robot", URDF, "--out", out, "--source", "replay", "--replay", replay, "--force")
+    message = f"{out}: --out holds input file(s) {replay}" if out == replay else f"{out}: --out is inside the input folder {replay}"
+    assert code == 2 and said(message, err)
+    assert hashes(replay) == before and not (replay / "again").exists()
 
 
 def test_standard_input_must_be_a_terminal(tmp_path):

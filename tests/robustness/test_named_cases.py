@@ -13,6 +13,7 @@ import yaml
 
 from robocal import cli
 from tests.cli.test_bad_input import PROBLEM, URDF, synthetic_rows, write_csv
+from tests.robustness.contract import hashes
 
 
 def run(monkeypatch, capsys, *args) -> tuple[int, str, str]:
@@ -77,6 +78,102 @@ def test_design_out_beside_its_data_is_refused(arm, tmp_path, monkeypatch, capsy
     code, _, err = run(monkeypatch, capsys, "design", problem(tmp_path / "a"), "--n", 3, "--out", tmp_path / "a")
     assert code == 2 and said("holds input", err) and "problem.yaml" in err
     assert (tmp_path / "a" / "train.csv").read_bytes() == before
+
+
+MUKCA = Path(__file__).resolve().parents[2] / "examples" / "mukca"
+
+
+@pytest.fixture()
+def placement(tmp_path) -> Path:
+    """A copy of a MUKCa problem whose data are a placement folder: tmp_path/p.yaml, tmp_path/data/panda_1/front."""
+    shutil.copytree(MUKCA / "data" / "urdf", tmp_path / "data" / "urdf")
+    shutil.copytree(MUKCA / "data" / "panda_1" / "front", tmp_path / "data" / "panda_1" / "front")
+    shutil.copy(MUKCA / "panda_1_front.yaml", tmp_path / "p.yaml")
+    return tmp_path / "data" / "panda_1" / "front"
+
+
+@pytest.mark.parametrize("command", ["calibrate", "crossval", "design"])
+def test_out_inside_a_placement_folder_is_refused(placement, monkeypatch, capsys, command):
+    """Results written into a placement folder would change the input (and the hash the result
+    records of it, so that `evaluate` would then refuse the calibration as stale)."""
+    before = hashes(placement)
+    args = ["--n", 3] if command == "design" else []
+    code, _, err = run(monkeypatch, capsys, command, placement.parents[2] / "p.yaml", "--out", placement / "result", *args)
+    assert code == 2 and said(f"{placement / 'result'}: --out is inside the input folder {placement}", err)
+    assert hashes(placement) == before
+
+
+def test_more_folds_than_rows_are_refused_before_the_solve(arm, tmp_path, monkeypatch, capsys):
+    """`crossval --k` (and `calibrate --crossval`'s five folds) above a measurement's rows: one
+    error naming the data file, before the calibration runs."""
+
+    def solve(problem):
+        raise AssertionError("the calibration ran")
+
+    monkeypatch.setattr("robocal.calibration.calibrate", solve)
+    shutil.copytree(arm, tmp_path / "a")
+    data = tmp_path / "a" / "train.csv"
+    code, _, err = run(monkeypatch, capsys, "crossval", problem(tmp_path / "a"), "--k", 20, "--out", tmp_path / "out")
+    assert code == 2 and said(f"{data}: measurement 'tip & <markers>' has 12 rows, fewer than the 20 folds", err)
+    data.write_text("\n".join(data.read_text().splitlines()[:5]) + "\n")
+    code, _, err = run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--crossval", "--out", tmp_path / "out")
+    assert code == 2 and said(f"{data}: measurement 'tip & <markers>' has 4 rows, fewer than the 5 folds", err)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["crossval", "design", "evaluate", "simulate"])
+def test_a_negative_seed_is_a_usage_error(arm, tmp_path, monkeypatch, capsys, command):
+    """numpy takes no seed below 0: refused where the option is read, not an internal error later."""
+    shutil.copytree(arm, tmp_path / "a")
+    args = {
+        "crossval": ["crossval", problem(tmp_path / "a"), "--out", tmp_path / "out"],
+        "design": ["design", problem(tmp_path / "a"), "--n", 3, "--out", tmp_path / "out"],
+        "evaluate": ["evaluate", problem(tmp_path / "a"), "--result", tmp_path / "none", "--truth", tmp_path / "a" / "arm.urdf"],
+        "simulate": ["simulate", "markers", "--robot", tmp_path / "a" / "arm.urdf", "--out", tmp_path / "out"],
+    }[command]
+    code, _, err = run(monkeypatch, capsys, *args, "--seed", -1)
+    assert code == 2 and said("Invalid value for '--seed'", err) and said("greater than or equal to 0", err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_design_keeps_a_measurement_named_like_a_path_inside_out(arm, tmp_path, monkeypatch, capsys):
+    """A measurement's name becomes a file name of its own (as the result's figures do): `../x`
+    writes no file outside --out."""
+    shutil.copytree(arm, tmp_path / "a")
+    config = yaml.safe_load(problem(tmp_path / "a").read_text())
+    config["measurements"][0]["name"] = "../../escaped"
+    (tmp_path / "a" / "problem.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    out = tmp_path / "x" / "y" / "out"
+    code, _, err = run(monkeypatch, capsys, "design", tmp_path / "a" / "problem.yaml", "--n", 3, "--out", out)
+    assert code == 0, err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.csv")) == [Path("a/train.csv"), out.relative_to(tmp_path) / ".._.._escaped.csv"]
+    (sample,) = json.loads((out / "selection.json").read_text())["samples"]
+    assert sample["written"] == ".._.._escaped.csv" and len((out / ".._.._escaped.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_design_writes_two_names_of_one_file_stem_to_two_files(arm, tmp_path, monkeypatch, capsys):
+    shutil.copytree(arm, tmp_path / "a")
+    config = yaml.safe_load(problem(tmp_path / "a").read_text())
+    config["measurements"] = [config["measurements"][0] | {"name": name} for name in ("a/b", "a_b")]
+    (tmp_path / "a" / "problem.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    code, _, err = run(monkeypatch, capsys, "design", tmp_path / "a" / "problem.yaml", "--n", 24, "--out", tmp_path / "out")
+    assert code == 0, err
+    samples = json.loads((tmp_path / "out" / "selection.json").read_text())["samples"]
+    assert [(s["measurement"], s["written"]) for s in samples] == [("a/b", "a_b.csv"), ("a_b", "a_b_1.csv")]
+    assert all(len((tmp_path / "out" / s["written"]).read_text().splitlines()) == 1 + 12 for s in samples)
+
+
+def test_design_refuses_a_placement_folder_before_the_long_work(placement, monkeypatch, capsys):
+    """`design` copies chosen rows of a data table; a placement folder is refused at once, naming
+    it, not after the Jacobians as a data file that 'cannot be read'."""
+
+    def criterion(*args):
+        raise AssertionError("the Jacobians were computed")
+
+    monkeypatch.setattr("robocal.design.design_criterion", criterion)
+    out = placement.parents[2] / "out"
+    code, _, err = run(monkeypatch, capsys, "design", placement.parents[2] / "p.yaml", "--n", 3, "--out", out)
+    assert code == 2 and said(f"{placement}: measurement 'front' reads a placement folder", err) and not out.exists()
 
 
 def test_frames_file_without_rpy_is_a_located_error(arm, tmp_path, monkeypatch, capsys):

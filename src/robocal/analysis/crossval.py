@@ -49,9 +49,10 @@ def fold_assignment(problem: Problem, k: int = 5, seed: int = 0) -> list[np.ndar
     shared: dict[tuple, np.ndarray] = {}
     out = []
     for m in problem.measurements:
+        data = m.ctx.resolve(m.config.data)
         if m.n < k:
-            raise RobocalError(f"measurement '{m.name}' has {m.n} rows, fewer than the {k} folds")
-        key = (m.ctx.resolve(m.config.data).resolve(), m.n)
+            raise RobocalError(f"{data}: measurement '{m.name}' has {m.n} rows, fewer than the {k} folds")
+        key = (data.resolve(), m.n)
         if key not in shared:
             shared[key] = rng.permutation(m.n) % k
         out.append(shared[key])

@@ -187,7 +187,8 @@ class TaskDOptimal:
         full, kernel = self._trackers(selected)
         value = kernel.logdet - full.logdet
         accepted, k, tried = 0, 1, 0
-        while k <= max_excursion and tried < max_excursions:
+        longest = min(max_excursion, self.n_candidates - len(design))  # an excursion adds k candidates the design does not hold
+        while k <= longest and tried < max_excursions:
             tried += 1
             trial = selected.copy()
             moves = []

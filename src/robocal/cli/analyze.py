@@ -98,14 +98,16 @@ def design(
     n_test: Annotated[
         int | None, typer.Option("--n-test", min=1, help="configurations of the task's uniform Cartesian test set (default: the task's n, else 1000)")
     ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="seed of the test set and of the random strategy (default: the task's seed, else 0)")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="seed of the test set and of the random strategy (default: the task's seed, else 0)")
+    ] = None,
 ) -> None:
     """Task D-optimal choice of calibration samples: writes selection.json and, per measurement,
     its data file reduced to the chosen rows. The task: the problem's `task:` (its tips,
     reference, n and seed), each option given here in its place."""
     import numpy as np
 
-    from robocal.design import choose, design_criterion, write_selection
+    from robocal.design import choose, data_tables, design_criterion, write_selection
     from robocal.evaluation import chosen_task, load_stored
     from robocal.outputs import moved, preflight, staged
     from robocal.problem import load_problem
@@ -120,6 +122,7 @@ def design(
             loaded, stored = load_stored(problem, result)
             theta = stored.vectors(loaded.layout.names, loaded.theta0)[1]
     preflight(out_dir, input_files(loaded).values())
+    tables = data_tables(loaded)
     task = chosen_task(loaded, reference, names(tips), n_test, seed)
     with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({task.n} test configurations)"):
         criterion = design_criterion(loaded, np.asarray(theta), task)
@@ -129,7 +132,7 @@ def design(
         chosen = choose(criterion, n, strategy.value, task.seed)
         baseline = criterion.random(n, task.seed)
     with staged(out_dir) as stage:
-        files = moved(write_selection(loaded, chosen, stage), stage, out_dir)
+        files = moved(write_selection(loaded, chosen, tables, stage), stage, out_dir)
     out.print(f"task: {', '.join(task.tips)} relative to {task.reference}, {task.n} test configurations (seed {task.seed})")
     out.print(
         f"{strategy.value}: log det of the task covariance {chosen.criterion:.3f} (random: {baseline.criterion:.3f}); predicted task RMS {chosen.predicted_rms * 1e3:.4f} mm (random: {baseline.predicted_rms * 1e3:.4f} mm)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -60,7 +61,9 @@ def calibrate(
     threshold = next((level for level in levels if level == fail_on), None)
     if fail_on is not None and threshold is None:
         raise RobocalError(f"--fail-on: 'warning' or 'fail', got '{fail_on}'")
-    loaded, cal = _load_and_solve(problem, out_dir)
+    from robocal.analysis.crossval import fold_assignment
+
+    loaded, cal = _load_and_solve(problem, out_dir, check=partial(fold_assignment, k=FOLDS) if crossval else None)  # too few rows: refused before the solve
     if crossval:
         from robocal.analysis.crossval import cross_validate
 
@@ -80,7 +83,7 @@ def crossval(
     problem: Annotated[Path, typer.Argument(help="problem YAML")],
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/crossval"),
     k: Annotated[int | None, typer.Option("--k", min=2, help=f"folds (default {FOLDS})")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="seed of the fold assignment (default 0)")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="seed of the fold assignment (default 0)")] = None,
     by_file: Annotated[
         bool, typer.Option("--by-file", help="leave one data file out: one fold per data file (session, plate placement), instead of k seeded folds")
     ] = False,
@@ -99,13 +102,15 @@ def crossval(
     chosen = SCALES if scales is None else csv_list(scales, "--scales", float)
     if not all(0 <= v < float("inf") for v in chosen):
         raise RobocalError(f"--scales '{scales}': every value must be a finite number >= 0")
-    from robocal.analysis.crossval import file_assignment
+    from robocal.analysis.crossval import file_assignment, fold_assignment
 
-    loaded, cal = _load_and_solve(problem, out_dir, check=file_assignment if by_file else None)  # one data file: refused before the solve
-    k = len(file_assignment(loaded)[1]) if by_file else FOLDS if k is None else k
+    k, seed = FOLDS if k is None else k, 0 if seed is None else seed
+    check = file_assignment if by_file else partial(fold_assignment, k=k, seed=seed)  # one data file, or fewer rows than folds: refused before the solve
+    loaded, cal = _load_and_solve(problem, out_dir, check=check)
+    k = len(file_assignment(loaded)[1]) if by_file else k
     with progress_bar() as bar:
         task = bar.add_task(f"{len(chosen)} prior settings x {k} folds", total=len(chosen) * k)
-        report = prior_sweep(loaded, chosen, k, 0 if seed is None else seed, cal, done=lambda: bar.advance(task), by_file=by_file)
+        report = prior_sweep(loaded, chosen, k, seed, cal, done=lambda: bar.advance(task), by_file=by_file)
     scheme = "leave one file out" if by_file else f"{k}-fold cross-validation"
     with staged(out_dir) as stage:
         (stage / "crossval.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -145,7 +150,7 @@ def evaluate(
         typer.Option("--tips", help="with --truth: tip links, repeated or comma-separated (default: the task's, else the end effectors, else the leaf links)"),
     ] = None,
     n: Annotated[int | None, typer.Option("--n", min=1, help="with --truth: configurations in the test set (default: the task's n, else 1000)")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="with --truth: seed of the test set (default: the task's seed, else 0)")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="with --truth: seed of the test set (default: the task's seed, else 0)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even if the problem, robot or training data changed after the calibration (warns)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON (SI units) for scripts, instead of tables in mm")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="with --data: also write the held-out page (verdict, table, warnings) to this new file")] = None,

@@ -38,7 +38,7 @@ def study(
     measurements: Annotated[str, typer.Option("--measurements", help="comma-separated: contact, cartesian")] = "contact,cartesian",
     pool_per_pair: Annotated[int, typer.Option("--pool-per-pair", min=1, help="contact candidates per finger pair (6 pairs)")] = 100,
     cartesian_pool: Annotated[int, typer.Option("--cartesian-pool", min=1, help="cartesian candidate configurations (one sample per fingertip each)")] = 150,
-    seed: Annotated[int, typer.Option("--seed", help="hand h is perturbed and measured with seed + h")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="hand h is perturbed and measured with seed + h")] = 0,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:
     """The hand-calibration paper's simulation study (Figs. 8, 9): task error against calibration

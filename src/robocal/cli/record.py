@@ -53,6 +53,10 @@ def record_sockets(
         raise RobocalError("--topic: only with --source ros2")
     if distance is not None and (distance <= 0 or sockets < 2):
         raise RobocalError(f"--distance {distance:g}: must be positive (m), between sockets 0 and 1 of a plate with --sockets 2 or more")
+    if replay is not None:
+        from robocal.outputs import preflight
+
+        preflight(out_dir, [replay])  # written there, even with --force, the recording would replace the one it replays
     opener = partial(open_source, source.value, replay=replay, topic=topic or "/joint_states", distance=distance)
     try:
         files = run(robot, out_dir, link, opener, sockets, distance, force, out)

@@ -32,7 +32,7 @@ def simulate_contact(
         str | None, typer.Option("--pairs", help="with --robot: the body pairs a:b,c:d (links with collision shapes; default every two fingertips)")
     ] = None,
     n_per_pair: Annotated[int, typer.Option("--n-per-pair", min=1, help="contacts per body pair (the DLR-Hand II has 6 fingertip pairs)")] = 50,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the true hand and of the contact search")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the true hand and of the contact search")] = 0,
     translation: Annotated[float, typer.Option("--translation", min=0.0, help="largest error of a DH length (d, a) of the true hand, m")] = 0.005,
     rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of a DH angle (theta, alpha) of the true hand, deg")] = 5.0,
     detection: Annotated[
@@ -131,7 +131,7 @@ def simulate_sockets(
         float, typer.Option("--rotation-deg", min=0.0, help="largest error of an origin's roll, pitch, yaw in the true robot, deg (also the prior sigma)")
     ] = 0.5,
     joint_noise: Annotated[float, typer.Option("--joint-noise", min=0.0, help="std of the encoder noise added to the recorded joint values, rad")] = 1e-4,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the true robot, the configurations and the noise")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the true robot, the configurations and the noise")] = 0,
 ) -> None:
     """Sphere-in-socket (MUKCa) recordings of a perturbed robot with a ball on its flange, as problems to calibrate.
 
@@ -183,7 +183,7 @@ def simulate_sockets(
 @app.command("base")
 def simulate_base(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
-    seed: Annotated[int, typer.Option("--seed", help="seed of the sensor noise and the tracking losses")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the sensor noise and the tracking losses")] = 0,
 ) -> None:
     """A differential-drive base (the KeJia of the platform paper) driven through spins, straight
     lines, circles, S-shapes and one-wheel turns, recorded as a mobile-base calibration records it.
@@ -224,7 +224,7 @@ def simulate_base(
 @app.command("glove")
 def simulate_glove(
     out_dir: Annotated[Path, typer.Option("--out", help="output folder")],
-    seed: Annotated[int, typer.Option("--seed", help="seed of the operator's hand and glove, the poses and the vision noise")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the operator's hand and glove, the poses and the vision noise")] = 0,
     poses: Annotated[int, typer.Option("--poses", min=1, help="calibration poses (each shows every fingertip)")] = 60,
     test_poses: Annotated[int, typer.Option("--test-poses", min=1, help="held-out test poses")] = 200,
     noise: Annotated[float, typer.Option("--noise", min=0.0, help="vision noise, std per fingertip coordinate (m)")] = 0.0005,
@@ -256,7 +256,7 @@ def simulate_markers(
     rotation_deg: Annotated[float, typer.Option("--rotation-deg", min=0.0, help="largest error of a true origin's angles (deg)")] = 0.06,
     offset_deg: Annotated[float, typer.Option("--offset-deg", min=0.0, help="largest error of a true joint zero (deg)")] = 0.3,
     sigma: Annotated[float, typer.Option("--sigma", min=0.0, help="marker noise, std per coordinate (m)")] = 1e-4,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the true robot, the postures and the noise")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the true robot, the postures and the noise")] = 0,
 ) -> None:
     """Motion capture of a perturbed copy of your arm, before you record anything: writes robot.urdf,
     true.urdf, train.csv, test.csv, problem.yaml and truth.json (docs/your-robot.md)."""
@@ -303,7 +303,7 @@ def simulate_fleet(
     tolerance: Annotated[float, typer.Option("--tolerance", min=0.0, help="manufacturing tolerance of a joint offset, rad (uniform +-)")] = 0.001,
     defect: Annotated[float, typer.Option("--defect", min=0.0, help="a defective unit's slipped joint offset, rad")] = 0.02,
     defect_share: Annotated[float, typer.Option("--defect-share", min=0.0, max=1.0, help="share of defective units")] = 0.03,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
 ) -> None:
     """A batch of units of one arm, a session folder each (problem.yaml, robot.urdf, markers.csv), and truth.json."""
     from robocal.simulation.fleet import simulate_fleet as run

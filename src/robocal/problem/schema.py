@@ -18,7 +18,7 @@ from robocal.geometry.links import GeometryConfig
 from robocal.kinematics.model import Mode
 from robocal.measurements.base import MeasurementConfig
 from robocal.measurements.registry import config_classes
-from robocal.validation import Count, Positive, Sigma, Strict, Vec3
+from robocal.validation import Count, Positive, Seed, Sigma, Strict, Vec3
 
 
 class Placement(Strict):
@@ -81,7 +81,7 @@ class TaskConfig(Strict):
     tips: list[str] = Field(min_length=1, description="tip links whose positions matter")
     reference: str | None = Field(None, description="positions relative to this link (default: the first tip; the root link with one tip)")
     n: Count = Field(1000, description="configurations of the uniform Cartesian test set")
-    seed: int = 0
+    seed: Seed = 0
 
 
 MISFIT = 4.0  # mean squared whitened residual above which a model does not explain its data
