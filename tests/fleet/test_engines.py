@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session as DbSession
 from robocal.fleet.engine import run
 from robocal.fleet.store import open_store
 from robocal.fleet.store.models import Job, Result, Session
-from robocal.fleet.store.sessions import ingest
+from robocal.fleet.store.sessions import add_session, ingest
 from robocal.simulation.fleet import simulate_fleet
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,6 +137,27 @@ def test_a_bad_session_fails_alone(fleet, tmp_path):
     with DbSession(engine) as db:
         [(name, error)] = db.execute(sa.select(Session.name, Job.error).join(Job, Job.session_id == Session.id).where(Job.status == "failed")).all()
     assert name == "BROKEN" and "markers.csv, line 6" in error, error
+
+
+@pytest.mark.parametrize("batch", [256, 0], ids=["batched", "one-at-a-time"])
+def test_a_failed_jobs_error_names_the_users_folder(batch, db_url, tmp_path):
+    """The error of a job names the folder its session was ingested from (an uploaded session, which has
+    none: its session id and unit), never the temporary folder the job wrote the session's files to."""
+    simulate_fleet(tmp_path / "batch", ARM, 1, postures=20, seed=5)
+    folder = tmp_path / "batch" / "UNIT-00000"
+    markers = folder / "markers.csv"
+    lines = markers.read_text().splitlines()
+    lines[5] = "abc" + lines[5][lines[5].index(",") :]
+    markers.write_text("\n".join(lines) + "\n")
+    engine = open_store(db_url, create=True)
+    ingest(engine, tmp_path / "batch")
+    with DbSession(engine) as db, db.begin():  # the same files uploaded by a station: no folder of the user's
+        uploaded = add_session(db, "UPLOADED", {p.name: p.read_bytes() for p in folder.iterdir()}, context={"station": "line-1"}).id
+    assert run(engine, batch=batch) == {"done": 0, "failed": 2}
+    with DbSession(engine) as db:
+        errors = dict(db.execute(sa.select(Job.session_id, Job.error)).all())
+    assert errors[1].startswith(f"{markers}, line 6, column "), errors[1]
+    assert errors[uploaded].startswith(f"session {uploaded} (UPLOADED){os.sep}markers.csv, line 6, column "), errors[uploaded]
 
 
 def test_service_workers_run_the_fleet_job_code(fleet, in_process, tmp_path):

@@ -146,6 +146,35 @@ def test_a_file_that_is_no_fleet_database_is_refused(tmp_path):
     assert (done.returncode, done.stderr.strip()) == (2, "error: csv.db: not a robocal fleet database (file is not a database)")
 
 
+def test_another_applications_database_is_refused_untouched(tmp_path):
+    import sqlite3
+    from contextlib import closing
+
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as db, db:
+        db.execute("create table people (name text)")
+    content = other.read_bytes()
+    for create in (False, True):
+        with pytest.raises(RobocalError, match=r"other\.db: not a robocal fleet database \((no schema revision|it holds other tables: people)\)"):
+            open_store(other, create=create)
+    assert other.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    "url, reason",
+    [
+        ("foo://x", "Can't load plugin"),
+        ("postgresql+nodriver://user:secret@host/db", "Can't load plugin"),
+        ("mysql://host/db", "No module named"),
+        ("postgresql+psycopg://host:port/db", "invalid literal"),
+    ],
+)
+def test_a_url_robocal_cannot_open_is_refused(url, reason, tmp_path):
+    with pytest.raises(RobocalError, match=f"cannot open the fleet database \\({reason}") as error:
+        open_store(url, create=True)
+    assert "secret" not in str(error.value)
+
+
 @pytest.mark.parametrize("revision", ["0001", "0002", "0003"])
 def test_an_older_database_is_upgraded_by_init_only(revision, db_url, tmp_path):
     engine = sa.create_engine(database_url(db_url))

@@ -119,6 +119,8 @@ def test_oversized_and_malformed_uploads(service):
             "problem a list": files(**{"problem.yaml": b"- 1\n- 2\n"}),
             "other robot": files(**{"problem.yaml": PROBLEM.replace("robot.urdf", "/etc/passwd").encode()}),
             "data missing": files(**{"problem.yaml": PROBLEM.replace("markers.csv", "other.csv").encode()}),
+            "data a list": files(**{"problem.yaml": PROBLEM.replace("markers.csv", "[markers.csv]").encode()}),
+            "data a mapping": files(**{"problem.yaml": PROBLEM.replace("markers.csv", "{file: markers.csv}").encode()}),
             "too many files": files(**{f"f{k}.csv": b"" for k in range(40)}),
         }
         for case, parts in cases.items():
@@ -126,6 +128,17 @@ def test_oversized_and_malformed_uploads(service):
         for offset in ("nan", "inf", "1e9", "soon"):
             assert upload(a, data={"clock_offset": offset}).status_code == 422, offset
         assert upload(a, data={"model": "no-such-model"}).status_code == 422
+    assert counts(service) == before
+
+
+def test_non_finite_numbers_in_a_json_body(service):
+    """Python's JSON parser takes NaN, Infinity and 1e400 (inf); the 422 answer echoing them is JSON still."""
+    before = counts(service)
+    with service.client("admin") as admin:
+        for number in ("NaN", "Infinity", "-Infinity", "1e400"):
+            body = f'{{"scope": "engineer", "expires_in": {number}}}'.encode()
+            answer = admin.post("/api/tokens", content=body, headers={"Content-Type": "application/json"})
+            assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == ["body", "expires_in"], (number, answer.text)
     assert counts(service) == before
 
 

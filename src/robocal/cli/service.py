@@ -32,8 +32,10 @@ def serve(
     from robocal.service.app import Settings
     from robocal.service.server import serve as run
 
-    out.print(f"robocal service on http://{host}:{port}/ (store: {db}); Ctrl-C stops it", markup=False, highlight=False)
-    run(db, host, port, Settings(max_upload=max_upload, workers=workers))
+    def ready() -> None:
+        out.print(f"robocal service on http://{host}:{port}/ (store: {db}); Ctrl-C stops it", markup=False, highlight=False)
+
+    run(db, host, port, Settings(max_upload=max_upload, workers=workers), ready)
 
 
 @token_app.command("create")

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session as DbSession
 from robocal.errors import RobocalError
 from robocal.fleet.criteria import CRITERIA, Criteria, judge, load_criteria
 from robocal.fleet.store.models import Result
-from robocal.fleet.store.sessions import materialize, materialize_many
+from robocal.fleet.store.sessions import materialize, materialize_many, session_source
 
 COLUMNS = ("session_id", "parameters", "report", "urdf", "verdict")
 Work = Callable[[Engine, int], Result]
@@ -45,15 +45,33 @@ def result_row(session_id: int, cal, folder: Path, criteria: Criteria | None = N
     )
 
 
+def located(engine: Engine, session_id: int, folder: Path, exc: RobocalError) -> str:
+    """The message of a session's error, naming the session's folder as its user knows it (the folder
+    it was ingested from: store.sessions.session_source), not the temporary `folder` it was materialized in."""
+    message = str(exc)
+    temporary = [str(p) for p in dict.fromkeys((folder.resolve(), folder)) if str(p) in message]
+    if temporary:
+        with DbSession(engine) as db:
+            source = session_source(db, session_id)
+        for path in temporary:
+            message = message.replace(path, source)
+    return message
+
+
 def calibrate_session(engine: Engine, session_id: int) -> Result:
-    """Calibrate one stored session exactly as `robocal calibrate` does; its result row (not yet added)."""
+    """Calibrate one stored session exactly as `robocal calibrate` does; its result row (not yet added).
+    An error names the session's own folder (`located`)."""
     from robocal.calibration import calibrate
     from robocal.problem import load_problem
 
     with tempfile.TemporaryDirectory(prefix="robocal-fleet-") as tmp:
-        with DbSession(engine) as db:
-            problem = materialize(db, session_id, Path(tmp) / "session")
-        return result_row(session_id, calibrate(load_problem(problem)), problem.parent)
+        folder = Path(tmp) / "session"
+        try:
+            with DbSession(engine) as db:
+                problem = materialize(db, session_id, folder)
+            return result_row(session_id, calibrate(load_problem(problem)), problem.parent)
+        except RobocalError as exc:
+            raise RobocalError(located(engine, session_id, folder, exc)) from None
 
 
 def columns(result: Result) -> dict:
@@ -122,12 +140,17 @@ def _calibrations(problems: list, key: str | None) -> list:
 
 
 def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
-    """The outcome of each session, its problems calibrated in groups of one structure."""
+    """The outcome of each session, its problems calibrated in groups of one structure; an error
+    names the session's own folder (`located`)."""
     from robocal.fleet.batch import group, structure_key
     from robocal.fleet.loading import load_session
 
     outcomes: dict[int, Outcome] = {}
     with tempfile.TemporaryDirectory(prefix="robocal-fleet-") as tmp:
+
+        def failed(session_id: int, exc: RobocalError) -> Outcome:
+            return session_id, None, located(engine, session_id, Path(tmp) / str(session_id), exc)
+
         problems, keys = {}, []
         with DbSession(engine) as db:
             files = materialize_many(db, session_ids, Path(tmp))
@@ -137,7 +160,7 @@ def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
                 keys.append(structure_key(problem))
                 problems[session_id] = problem
             except RobocalError as exc:
-                outcomes[session_id] = (session_id, None, str(exc))
+                outcomes[session_id] = failed(session_id, exc)
         loaded = list(problems)
         for members in group(keys):
             ids = [loaded[i] for i in members]
@@ -149,5 +172,5 @@ def calibrate_sessions(engine: Engine, session_ids: list[int]) -> list[Outcome]:
                     row = result_row(session_id, cal, folder, session_criteria(folder, files[session_id][1]))
                     outcomes[session_id] = (session_id, columns(row), None)
                 except RobocalError as exc:
-                    outcomes[session_id] = (session_id, None, str(exc))
+                    outcomes[session_id] = failed(session_id, exc)
     return [outcomes[i] for i in session_ids]

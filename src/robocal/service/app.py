@@ -3,13 +3,16 @@ the dashboard at /, an upload size limit enforced before any body is read, and t
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine, event
 
@@ -70,6 +73,14 @@ def _sqlite_pragmas(engine: Engine) -> None:
         connection.exec_driver_sql("PRAGMA journal_mode=WAL")
 
 
+async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 answer, whose errors echo the input: a non-finite number in it (NaN, Infinity,
+    1e400, which Python's JSON parser takes) echoed as text, as JSON cannot carry it (not a 500)."""
+    finite = {float: lambda x: x if math.isfinite(x) else str(x)}
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    return JSONResponse({"detail": jsonable_encoder(errors, custom_encoder=finite)}, status_code=422)
+
+
 def create_app(engine: Engine, settings: Settings | None = None) -> FastAPI:
     """The service over a migrated fleet store; its workers start and stop with the application."""
     from robocal.service.worker import start_workers
@@ -95,5 +106,6 @@ def create_app(engine: Engine, settings: Settings | None = None) -> FastAPI:
     for module in (admin, sessions, units, results):
         app.include_router(module.router, prefix="/api")
     app.include_router(dashboard.router)
+    app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_middleware(UploadLimit, max_upload=settings.max_upload)
     return app

@@ -48,7 +48,7 @@ def checked_files(files: dict[str, bytes]) -> dict[str, bytes]:
     if not isinstance(measurements, list) or not all(isinstance(m, dict) for m in measurements):
         raise HTTPException(422, f"{PROBLEM}, field 'measurements': a list of mappings")
     for m in measurements:
-        if m.get("data") not in files:
+        if not isinstance(m.get("data"), str) or m["data"] not in files:
             raise HTTPException(422, f"{PROBLEM}, field 'data': {m.get('data')!r} is not among the uploaded files")
     return files
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -23,14 +24,16 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, inspect, make_url, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from robocal.errors import InputError, RobocalError
 from robocal.fleet import DEFAULT_DB
+from robocal.fleet.store.models import Base
 
 SQLITE_WAIT = 30.0  # s a SQLite write waits for another writer (another run, the service) before failing
 log = logging.getLogger("robocal.fleet")
 T = TypeVar("T")
+_PASSWORD = re.compile(r"//[^/@]*@")  # the credentials of a URL, hidden in messages
 
 
 def database_url(db: str | Path) -> str:
@@ -112,7 +115,12 @@ def open_store(db: str | Path = DEFAULT_DB, *, create: bool = False, notice: Cal
     """The store's engine, at this robocal's schema revision (module doc). `create`: make it where it
     is new, upgrade it where it is older (`fleet init`, the service), `notice` saying so; otherwise it
     must exist at the newest revision."""
-    url, where = database_url(db), store_name(db)
+    url = database_url(db)
+    try:
+        where = store_name(db)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_WAIT} if url.startswith("sqlite") else {})
+    except (ArgumentError, ValueError, ImportError) as exc:  # no such dialect, a malformed URL, a driver not installed
+        raise RobocalError(f"{_PASSWORD.sub('//***@', str(db))}: cannot open the fleet database ({exc})") from None
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if path.is_dir():
@@ -121,7 +129,6 @@ def open_store(db: str | Path = DEFAULT_DB, *, create: bool = False, notice: Cal
             raise InputError(db, "no fleet database here; run `robocal fleet init` first")
         if not path.parent.is_dir():
             raise RobocalError(f"{where}: no folder {path.parent} to create the fleet database in")
-    engine = create_engine(url, connect_args={"timeout": SQLITE_WAIT} if url.startswith("sqlite") else {})
     found, known = stored_revision(engine, where), revisions()
     if found is not None and found not in known:
         raise RobocalError(
@@ -137,6 +144,10 @@ def open_store(db: str | Path = DEFAULT_DB, *, create: bool = False, notice: Cal
             f"{where}: the fleet database is at schema revision {found}, older than this robocal's {known[-1]}; "
             f"upgrade it with `robocal fleet init --db {where}`"
         )
+    if found is None:
+        foreign = sorted(set(inspect(engine).get_table_names()) - set(Base.metadata.tables) - {"alembic_version"})
+        if foreign:  # another application's database: never written into
+            raise RobocalError(f"{where}: not a robocal fleet database (it holds other tables: {', '.join(foreign[:5])}); give a new file or an empty database")
     backup = _backup(engine, found) if found is not None else None
     migrate(engine)
     if found is not None:

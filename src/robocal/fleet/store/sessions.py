@@ -55,13 +55,14 @@ def ingest_session(db: DbSession, folder: Path, **columns) -> Session | None:
     """Store one session folder; None when the same files are already stored. `columns`: further Session columns (model_id)."""
     serial = folder_serial(folder)
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    return add_session(db, serial, files, **columns)
+    return add_session(db, serial, files, source=os.path.abspath(folder), **columns)
 
 
-def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: dict | None = None, **columns) -> Session | None:
+def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: dict | None = None, source: str | None = None, **columns) -> Session | None:
     """Store one session of unit `serial` (relative path -> bytes) and queue its job; None when the same
     fingerprint is already stored. The fingerprint covers the (path, sha256) list and `context` (the
-    service's serial, station and model); `columns`: further Session columns (station_id, clock_offset...).
+    service's serial, station and model); `source`: the folder it was ingested from (kept in the audit
+    for messages, `session_source`); `columns`: further Session columns (station_id, clock_offset...).
     A `serial` that is no unit serial (module doc) is a RobocalError."""
     problem = bad_serial(serial)
     if problem is not None:
@@ -84,8 +85,18 @@ def add_session(db: DbSession, serial: str, files: dict[str, bytes], context: di
     db.flush()
     db.add_all(SessionFile(session_id=session.id, path=path, sha256=digest) for path, digest in hashes.items())
     db.add(Job(session_id=session.id, status="queued", attempts=0))
-    db.add(AuditEntry(action="ingest", detail={"session": session.id, "unit": serial, "fingerprint": fingerprint, "files": hashes}))
+    detail = {"session": session.id, "unit": serial, "fingerprint": fingerprint, "files": hashes}
+    db.add(AuditEntry(action="ingest", detail=detail if source is None else detail | {"folder": source}))
     return session
+
+
+def session_source(db: DbSession, session_id: int) -> str:
+    """How messages name a stored session's folder: the folder it was ingested from, else (uploaded by
+    a station, or ingested by an older robocal) `session ID (SERIAL)`."""
+    query = select(AuditEntry.detail).where(AuditEntry.action == "ingest", AuditEntry.detail["session"].as_integer() == session_id)
+    detail = db.scalar(query.limit(1))
+    folder = detail.get("folder") if isinstance(detail, dict) else None
+    return folder if isinstance(folder, str) else f"session {session_id} ({db.get_one(Session, session_id).name})"
 
 
 def ingest(engine: Engine, folder: Path, model: str | None = None) -> tuple[int, int]:
