@@ -87,3 +87,22 @@ def test_a_criteria_file_error_names_its_line_or_field(tmp_path):
     path.write_bytes(b"sigmas: \xff\n")
     with pytest.raises(InputError, match="not UTF-8"):
         load_criteria(path)
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("tolerance: {joint_offset: -0.001}\n", "tolerance.joint_offset"),  # would send every unit to rework
+        ("tolerance: {joint_offset: .nan}\n", "tolerance.joint_offset"),  # would pass every unit
+        ("tolerance: {joint_ofset: 0.001}\n", "tolerance.joint_ofset"),  # a misspelt kind would check nothing
+        ("sigmas: .inf\n", "sigmas"),
+        ("max_rms: .inf\n", "max_rms"),
+        ("max_rejected_share: .nan\n", "max_rejected_share"),
+    ],
+)
+def test_criteria_that_would_judge_nothing_or_everything_are_refused(tmp_path, text, field):
+    path = tmp_path / "criteria.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        load_criteria(path)
+    assert error.value.field == field, error.value

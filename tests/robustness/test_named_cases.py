@@ -121,7 +121,7 @@ def test_more_folds_than_rows_are_refused_before_the_solve(arm, tmp_path, monkey
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("command", ["crossval", "design", "evaluate", "simulate"])
+@pytest.mark.parametrize("command", ["crossval", "design", "evaluate", "simulate", "grasp dataset", "grasp train", "station"])
 def test_a_negative_seed_is_a_usage_error(arm, tmp_path, monkeypatch, capsys, command):
     """numpy takes no seed below 0: refused where the option is read, not an internal error later."""
     shutil.copytree(arm, tmp_path / "a")
@@ -130,6 +130,9 @@ def test_a_negative_seed_is_a_usage_error(arm, tmp_path, monkeypatch, capsys, co
         "design": ["design", problem(tmp_path / "a"), "--n", 3, "--out", tmp_path / "out"],
         "evaluate": ["evaluate", problem(tmp_path / "a"), "--result", tmp_path / "none", "--truth", tmp_path / "a" / "arm.urdf"],
         "simulate": ["simulate", "markers", "--robot", tmp_path / "a" / "arm.urdf", "--out", tmp_path / "out"],
+        "grasp dataset": ["grasp", "dataset", "--out", tmp_path / "out"],
+        "grasp train": ["grasp", "train", "--data", tmp_path / "a", "--out", tmp_path / "out"],
+        "station": ["station", "--server", "http://127.0.0.1:9", "--token", "t", "--model", "m", "--spool", tmp_path / "out"],
     }[command]
     code, _, err = run(monkeypatch, capsys, *args, "--seed", -1)
     assert code == 2 and said("Invalid value for '--seed'", err) and said("greater than or equal to 0", err)

@@ -32,7 +32,7 @@ def grasp_evaluate(
     gravity: Annotated[bool, typer.Option("--gravity/--no-gravity", help="gravity on the object")] = False,
     ramp: Annotated[float, typer.Option("--ramp", min=0.0, help="seconds over which the force rises to its full size")] = 4.0,
     hold: Annotated[float, typer.Option("--hold", min=0.0, help="seconds the full force is held")] = 4.0,
-    seed: Annotated[int, typer.Option("--seed", help="seeds the grasps and the forces")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seeds the grasps and the forces")] = 0,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
     controller: Annotated[
         str,
@@ -138,7 +138,7 @@ def grasp_dataset(
     precision: Annotated[int, typer.Option("--precision", min=0, help="successful precision grasps per object at most")] = 2,
     samples: Annotated[int, typer.Option("--samples", min=1, help="teacher samples per grasp")] = 40,
     grid: Annotated[int, typer.Option("--grid", min=8, max=128, help="voxels per side of the object grid")] = 48,
-    seed: Annotated[int, typer.Option("--seed", help="seeds the objects, grasps and wrenches")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seeds the objects, grasps and wrenches")] = 0,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
 ) -> None:
     """Training data of the learned grasp controller: procedural objects, grasps, voxel grids
@@ -169,7 +169,7 @@ def grasp_train(
     learning_rate: Annotated[float, typer.Option("--learning-rate", min=0.0, help="Adam's step size")] = 3e-4,
     width: Annotated[int, typer.Option("--width", min=4, help="width of the four dense layers")] = 256,
     channels: Annotated[str, typer.Option("--channels", help="output channels of the four 3D convolutions, comma-separated")] = "8,16,32,32",
-    seed: Annotated[int, typer.Option("--seed", help="seeds the weights and the minibatches")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seeds the weights and the minibatches")] = 0,
     precision: Annotated[str, typer.Option("--precision", help="float64, or float32 (faster on a GPU)")] = "float64",
     eval_every: Annotated[int, typer.Option("--eval-every", min=1, help="steps between validation losses")] = 200,
     checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=1, help="steps between checkpoints")] = 1000,

@@ -63,7 +63,7 @@ def station(
     simulate: Annotated[int, typer.Option(min=0, help="record N simulated units (a simulated robot and motion capture system)")] = 0,
     robot: Annotated[Path | None, typer.Option(help="URDF of the simulated robot (with --simulate)")] = None,
     files: Annotated[Path | None, typer.Option(help="record the session folders under this folder (problem.yaml and its data files)")] = None,
-    seed: int = 0,
+    seed: Annotated[int, typer.Option(min=0, help="seed of the simulated units (with --simulate)")] = 0,
 ) -> None:
     """Record sessions from a source into the spool, then upload every pending one (a rerun resumes)."""
     from robocal.service.agent import Agent

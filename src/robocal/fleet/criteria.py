@@ -18,20 +18,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from robocal.validation import read_yaml, validate_mapping
+from robocal.parameters import Kind
+from robocal.validation import Number, Positive, read_yaml, validate_mapping
 
 CRITERIA = "criteria.yaml"  # beside problem.yaml in a session folder
 
 
 class Criteria(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    tolerance: dict[str, float] = Field(default_factory=dict)  # parameter kind (translation, rotation, joint_offset) -> m or rad
-    sigmas: float = Field(3.0, gt=0)
-    max_rms: float | None = Field(None, gt=0)  # m
-    max_rejected_share: float = Field(0.05, ge=0, le=1)
+    tolerance: dict[Kind, Annotated[Number, Field(ge=0)]] = Field(default_factory=dict)  # parameter kind (translation, rotation, joint_offset, ...) -> m or rad
+    sigmas: Positive = 3.0
+    max_rms: Positive | None = None  # m
+    max_rejected_share: Annotated[Number, Field(ge=0, le=1)] = 0.05
 
 
 def load_criteria(path: Path) -> Criteria:

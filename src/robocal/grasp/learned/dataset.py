@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned.observation import ObservationConfig
-from robocal.validation import load_json_model
+from robocal.validation import Seed, load_json_model
 
 MANIFEST = "manifest.json"
 SPLITS = ("train", "val", "test")
@@ -41,7 +41,7 @@ SHARD_KEYS = ("voxels", "q_grasp", "q_init", "kind", "grasp", "wrench", "wrench_
 class DatasetConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    seed: int = 0
+    seed: Seed = 0
     objects: int = Field(1000, ge=3)  # procedural objects (split 80 / 10 / 10 by object)
     power: int = Field(2, ge=0)  # successful power grasps per object at most
     precision: int = Field(2, ge=0)  # successful precision grasps per object at most

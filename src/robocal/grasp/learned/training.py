@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from robocal.errors import InputError
 from robocal.grasp.learned import losses, networks
 from robocal.outputs import write_atomically
-from robocal.validation import read_json, validate_mapping
+from robocal.validation import Seed, read_json, validate_mapping
 
 CHECKPOINT, STATE, CURVES = "checkpoint.eqx", "state.json", "curves.html"
 
@@ -62,7 +62,7 @@ class TrainConfig(BaseModel):
     learning_rate: float = Field(3e-4, gt=0.0)
     width: int = Field(networks.WIDTH, ge=4)
     channels: tuple[int, int, int, int] = networks.CHANNELS
-    seed: int = 0
+    seed: Seed = 0
     eval_every: int = Field(200, ge=1)
     checkpoint_every: int = Field(1000, ge=1)
     precision: Literal["float64", "float32"] = "float64"  # the network's and the inputs' float type
