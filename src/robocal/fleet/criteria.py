@@ -50,7 +50,7 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
 
 
-def judge(report: dict, kinds: Mapping[str, str], criteria: Criteria) -> Verdict:
+def judge(report: dict, kinds: Mapping[str, Kind], criteria: Criteria) -> Verdict:
     """The verdict on one calibration report; `kinds`: parameter name -> kind (of the problem's layout)."""
     fail: list[str] = []
     rework: list[str] = []
@@ -64,7 +64,8 @@ def judge(report: dict, kinds: Mapping[str, str], criteria: Criteria) -> Verdict
         if share > criteria.max_rejected_share:
             rework.append(f"{m['name']}: {share:.0%} of rows rejected (> {criteria.max_rejected_share:.0%}); check the measuring system")
     for p in report["parameters"]:
-        tolerance = criteria.tolerance.get(kinds.get(p["name"], ""))
+        kind = kinds.get(p["name"])
+        tolerance = None if kind is None else criteria.tolerance.get(kind)
         if tolerance is None:
             continue
         deviation, std = abs(p["estimate"] - p["nominal"]), p["std"] or 0.0
