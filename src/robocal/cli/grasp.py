@@ -224,9 +224,10 @@ def grasp_train(
                 bar.update(task, completed=done)
 
             state = train(config, data, out_dir / name, on_step, getattr(start, name) if start is not None else None)
-        last = state["curves"][-1]
+        last, kinds = state["curves"][-1], state["val_by_kind"][-1][1] if state["val_by_kind"] else {}
+        parts = "".join(f"{kind} grasps {value:.4g}, " for kind, value in kinds.items())
         out.print(
-            f"{name}: step {state['step']}, validation loss {last[2]:.4g} (best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}",
+            f"{name}: step {state['step']}, validation loss {last[2]:.4g} ({parts}best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}",
             markup=False,
             highlight=False,
         )

@@ -9,6 +9,7 @@ import pytest
 
 from robocal.errors import InputError
 from robocal.grasp.learned import dataset, training
+from robocal.grasp.learned.controller import load_run
 
 jax.config.update("jax_enable_x64", True)
 
@@ -31,6 +32,27 @@ def test_tiny_run_reduces_validation_loss_and_beats_the_constant(tiny_run):
     assert curves[0, 0] == 0 and last < 0.5 * first
     assert last < 0.5 * state["constant_val_loss"]
     assert (folder / training.CURVES).read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_validation_loss_is_recorded_per_grasp_kind(tiny_dataset, tiny_run):
+    """Each point of the curves has the validation loss of each grasp kind; weighted by the kinds'
+    sample counts they give the overall validation loss, and each equals the batch loss of that
+    kind's samples taken together (per-sample losses average to the batch loss)."""
+    state, _ = tiny_run
+    val = dataset.load(tiny_dataset, "val")
+    kinds = val["kind"][val["grasp"]]
+    counts = {kind: int(np.sum(kinds == kind)) for kind in ("power", "precision")}
+    assert min(counts.values()) > 0
+    assert [step for step, _ in state["val_by_kind"]] == [row[0] for row in state["curves"]]
+    for (_, means), row in zip(state["val_by_kind"], state["curves"]):
+        assert set(means) == set(counts)
+        assert sum(means[k] * n for k, n in counts.items()) / len(kinds) == pytest.approx(row[2], rel=1e-12)
+    model, saved = load_run(tiny_run[1])  # the network of the last point (step 100)
+    voxels, rows, inputs, targets = training.arrays(val, "predictor")
+    features = training.encode(model, jnp.asarray(voxels))[rows]
+    precision = kinds == "precision"
+    batch = training.head_loss(model, training.loss_of(training.TrainConfig(**saved["config"])), features[precision], inputs[precision], targets[precision])
+    assert state["val_by_kind"][-1][1]["precision"] == pytest.approx(float(batch), rel=1e-12)
 
 
 def test_a_resumed_run_takes_the_same_steps(tiny_dataset, tmp_path):

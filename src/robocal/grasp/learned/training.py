@@ -17,7 +17,11 @@ step)` (`per_grid` > 1: groups of that many samples of one grasp, whose grid the
 once for the group; the convolutions are most of a step's work), so a run resumed from its
 checkpoint (`checkpoint.eqx` + `state.json`, written every `checkpoint_every` steps and at the
 end) takes the same steps as one that never stopped.
-`curves.html` shows the training and validation losses against the constant baseline.
+`curves.html` shows the training and validation losses against the constant baseline, and the
+validation loss per grasp kind: for the estimator the power grasps' part is mostly a floor the
+network cannot pass (their palm takes an external force the joint torques do not see, so the
+minimal-wrench answer is a small scale whatever was applied), and progress shows in the
+precision grasps' part.
 
 The splits are put on JAX's default device once (the grids as uint8) and every step draws its
 minibatch there, inside the compiled step: on a GPU nothing but the step number crosses to the
@@ -171,7 +175,6 @@ def head_loss(model: Scaled, loss: Callable, features, inputs, targets) -> jnp.n
 
 
 _encode = eqx.filter_jit(encode)
-_head_loss = eqx.filter_jit(head_loss)
 
 
 def outputs(model: Scaled, voxels: np.ndarray, rows: np.ndarray, inputs: np.ndarray) -> jnp.ndarray:
@@ -181,16 +184,30 @@ def outputs(model: Scaled, voxels: np.ndarray, rows: np.ndarray, inputs: np.ndar
     return jax.vmap(model.head)(features[jnp.asarray(rows)], jnp.asarray(inputs))
 
 
-def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> float:
-    """Mean loss over a whole split (`on_device` arrays): each grid encoded once, the samples'
-    losses in chunks."""
+def sample_losses(model: Scaled, loss: Callable, features, inputs, targets) -> jnp.ndarray:
+    """Each sample's own loss (B,): features (B, F), inputs (B, n), targets (B, m). Every loss here
+    is a mean over its batch of per-sample terms, so these average to the batch loss."""
+    return jax.vmap(lambda f, x, t: head_loss(model, loss, f[None], x[None], t[None]))(features, inputs, targets)
+
+
+_sample_losses = eqx.filter_jit(sample_losses)
+
+
+def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> np.ndarray:
+    """The loss of every sample (S,) of a whole split (`on_device` arrays): each grid encoded once,
+    the samples in chunks."""
     voxels, rows, inputs, targets = split
     features = jnp.concatenate([_encode(model, voxels[start : start + chunk]) for start in range(0, len(voxels), chunk)])
-    total = 0.0
-    for start in range(0, len(rows), chunk):
-        part = slice(start, start + chunk)
-        total += float(_head_loss(model, loss, features[rows[part]], inputs[part], targets[part])) * len(rows[part])
-    return total / len(rows)
+    parts = [
+        _sample_losses(model, loss, features[rows[start : start + chunk]], inputs[start : start + chunk], targets[start : start + chunk])
+        for start in range(0, len(rows), chunk)
+    ]
+    return np.asarray(jax.device_get(jnp.concatenate(parts)), dtype=float)
+
+
+def by_kind(per_sample: np.ndarray, kinds: np.ndarray) -> dict[str, float]:
+    """Mean loss per grasp kind: per-sample losses (S,) and each sample's grasp kind (S,)."""
+    return {str(kind): float(per_sample[kinds == kind].mean()) for kind in np.unique(kinds)}
 
 
 def minibatch(key: jax.Array, rows: jnp.ndarray, batch: int, per_grid: int) -> jnp.ndarray:
@@ -292,15 +309,18 @@ def _same_shapes(a: Scaled, b: Scaled) -> bool:
 
 def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, int], None] | None = None, start: Scaled | None = None) -> dict:
     """Train (or resume) one network; returns the state: config, step, curves (step, mean
-    training loss since the last point (None at step 0), validation loss) and the constant
-    baseline's validation loss. `start`: the network a new run begins from, with its input and
-    output statistics (fine-tuning; `config.init` says where it came from), instead of random
-    weights with this training set's statistics."""
+    training loss since the last point (None at step 0), validation loss), val_by_kind (step,
+    validation loss per grasp kind) and the constant baseline's validation loss. `start`: the
+    network a new run begins from, with its input and output statistics (fine-tuning;
+    `config.init` says where it came from), instead of random weights with this training set's
+    statistics."""
     from robocal.grasp.learned.dataset import MANIFEST, load, read_manifest
 
     out = Path(out)
     manifest = read_manifest(data)
-    train_arrays, val_arrays = (arrays(load(data, split), config.network) for split in ("train", "val"))
+    loaded = {split: load(data, split) for split in ("train", "val")}
+    train_arrays, val_arrays = (arrays(loaded[split], config.network) for split in ("train", "val"))
+    val_kinds = loaded["val"]["kind"][loaded["val"]["grasp"]]
     grid = manifest.grid
     for split, (voxels, *_) in (("train", train_arrays), ("val", val_arrays)):
         if voxels.shape[1:] != (grid,) * 3:
@@ -314,26 +334,36 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
             raise InputError(config.init or "start", f"its {config.network} is not of the shape this run's options and the dataset's grid {grid} give")
         model = in_precision(start, config.precision)
     opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
-    loaded = _load(out, config, (model, opt_state))
-    if loaded is None:
+
+    def validation(model: Scaled, step: int, training_loss: float | None) -> None:
+        """A point of the curves: the validation loss, over all and per grasp kind."""
+        per_sample = evaluate(model, loss, val_split)
+        state["curves"].append([step, training_loss, float(per_sample.mean())])
+        state["val_by_kind"].append([step, by_kind(per_sample, val_kinds)])
+
+    earlier = _load(out, config, (model, opt_state))
+    if earlier is None:
         constant = constant_loss(config, train_arrays[3], np.asarray(val_split[3]))
         state: dict[str, Any] = {
             "config": config.model_dump(mode="json"),
             "dataset": manifest.model_dump(),
             "grid": grid,
             "step": 0,
-            "curves": [[0, None, evaluate(model, loss, val_split)]],
+            "curves": [],
+            "val_by_kind": [],
             "constant_val_loss": constant,
         }
+        validation(model, 0, None)
     else:
-        (model, opt_state), state = loaded
+        (model, opt_state), state = earlier
+        state.setdefault("val_by_kind", [])  # a run begun before robocal recorded it
     key = jax.random.PRNGKey(config.seed + 1)
     recent: list[jnp.ndarray] = []  # this stretch's losses, left on the device until the next point
     for step in range(state["step"] + 1, config.steps + 1):
         model, opt_state, value = step_fn(model, opt_state, train_split, key, jnp.uint32(step))  # an array: traced, not a constant
         recent.append(value)
         if step % config.eval_every == 0 or step == config.steps:
-            state["curves"].append([step, float(np.mean(jax.device_get(recent))), evaluate(model, loss, val_split)])
+            validation(model, step, float(np.mean(jax.device_get(recent))))
             recent = []
         if step % config.checkpoint_every == 0 or step == config.steps:
             state["step"] = step
@@ -356,6 +386,9 @@ def write_curves(path: Path, state: dict) -> None:
     ax = fig.add_subplot()
     ax.plot(curves[:, 0], curves[:, 1], label="training (mean since the last point)")
     ax.plot(curves[:, 0], curves[:, 2], label="validation")
+    for kind in sorted({kind for _, means in state.get("val_by_kind", []) for kind in means}):
+        points = np.array([[step, means[kind]] for step, means in state["val_by_kind"] if kind in means])
+        ax.plot(points[:, 0], points[:, 1], linestyle=":", label=f"validation, {kind} grasps")
     ax.axhline(state["constant_val_loss"], color="grey", linestyle="--", label="best constant, validation")
     ax.set(xlabel="step", ylabel="loss", yscale="log")
     ax.legend()
