@@ -180,23 +180,41 @@ def grasp_train(
         Path | None,
         typer.Option("--init", help="start from the networks of this weights or `grasp train` folder (fine-tuning; same shapes), not from random weights"),
     ] = None,
+    layers: Annotated[
+        str,
+        typer.Option(
+            "--layers", help="all, or dense: only the dense layers train, the convolutions kept from --init (each object encoded once; fast on a CPU)"
+        ),
+    ] = "all",
+    quantile: Annotated[float, typer.Option("--quantile", help="t of the estimator's scale loss, in (0, 1) (paper: 0.05)")] = 0.05,
 ) -> None:
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
-    from robocal.grasp.learned.controller import load, save
-    from robocal.grasp.learned.training import TrainConfig, train
+    from robocal.grasp.learned.controller import NETWORKS, load, save, with_runs
+    from robocal.grasp.learned.training import STATE, TrainConfig, train
     from robocal.outputs import preflight
 
     chosen = csv_list(networks, "--networks")
     unknown = [n for n in chosen if n not in ("estimator", "predictor")]
     if unknown:
         raise RobocalError(f"--networks: unknown {', '.join(unknown)} (estimator, predictor)")
-    for option, value, allowed in (("--loss", loss, ("minimal_wrench", "l2")), ("--precision", precision, ("float64", "float32"))):
+    for option, value, allowed in (
+        ("--loss", loss, ("minimal_wrench", "l2")),
+        ("--precision", precision, ("float64", "float32")),
+        ("--layers", layers, ("all", "dense")),
+    ):
         if value not in allowed:
             raise RobocalError(f"{option}: unknown '{value}' ({' or '.join(allowed)})")
     conv = csv_list(channels, "--channels", int, positive=True)
     if len(conv) != 4:
         raise RobocalError(f"--channels: four numbers, one per convolution (got {len(conv)})")
+    if not 0 < quantile < 1:
+        raise RobocalError(f"--quantile {quantile:g}: must lie strictly between 0 and 1")
+    if layers == "dense" and init is None:
+        raise RobocalError("--layers dense: give --init, the trained networks whose convolutions the run keeps")
+    other_runs = all((out_dir / name / STATE).exists() for name in NETWORKS)  # the other network trained by an earlier call
+    if weights is not None and init is None and set(chosen) != set(NETWORKS) and not other_runs:
+        raise RobocalError(f"--weights with --networks {networks}: give --init, whose other network goes into the weights folder")
     start = load(init) if init is not None else None  # unreadable weights: an error before anything is written
     if batch % per_grid:
         raise RobocalError(f"--per-grid: {per_grid} does not divide --batch {batch}")
@@ -216,6 +234,8 @@ def grasp_train(
             eval_every=eval_every,
             checkpoint_every=checkpoint_every,
             init=str(init) if init is not None else None,
+            layers=layers,
+            quantile=quantile,
         )
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)
@@ -232,5 +252,5 @@ def grasp_train(
             highlight=False,
         )
     if weights is not None:
-        save(load(out_dir), weights)
+        save(with_runs(out_dir, start) if start is not None else load(out_dir), weights)
         out.print(f"weights of both networks in {weights}", markup=False, highlight=False)

@@ -18,6 +18,10 @@ from tests.grasp.test_evaluation import robocal
         (["grasp", "train", "--data", "{tmp}", "--precision", "float16"], "--precision"),
         (["grasp", "train", "--data", "{tmp}", "--batch", "64", "--per-grid", "5"], "--per-grid"),
         (["grasp", "train", "--data", "{tmp}", "--init", "{tmp}"], "no learned weights"),
+        (["grasp", "train", "--data", "{tmp}", "--layers", "convolutions"], "--layers"),
+        (["grasp", "train", "--data", "{tmp}", "--layers", "dense"], "--layers dense: give --init"),
+        (["grasp", "train", "--data", "{tmp}", "--quantile", "1"], "--quantile"),
+        (["grasp", "train", "--data", "{tmp}", "--networks", "estimator", "--weights", "{tmp}/w"], "--weights with --networks estimator: give --init"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(tmp_path, args, named):

@@ -56,6 +56,23 @@ def test_weights_round_trip_and_the_interfaces_follow_the_networks(trained, tmp_
     np.testing.assert_array_equal(est_a.estimate(q_d, q_d, tau), est_b.estimate(q_d, q_d, tau))
 
 
+def test_a_run_of_one_network_goes_into_other_weights(trained, tiny_dataset, tmp_path):
+    """`with_runs`: the fine-tuned estimator replaces the base's, the predictor stays the base's
+    bit for bit, the meta takes the run's configuration and adds its steps."""
+    base = controller.load(trained)
+    base = controller.Models(base.estimator, base.predictor, base.observation, {**base.meta, "trained_steps": {"estimator": 5, "predictor": 5}})
+    config = training.TrainConfig(network="estimator", init=str(trained), layers="dense", quantile=0.2, **{**SMALL, "steps": 3})
+    training.train(config, tiny_dataset, tmp_path / "tune" / "estimator", start=base.estimator)
+    merged = controller.with_runs(tmp_path / "tune", base)
+    run, _ = controller.load_run(tmp_path / "tune" / "estimator")
+    for got, want in ((merged.estimator, run), (merged.predictor, base.predictor)):
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            np.testing.assert_array_equal(a, b)
+    assert merged.meta["estimator"]["quantile"] == 0.2 and merged.meta["estimator"]["layers"] == "dense"
+    assert merged.meta["trained_steps"] == {"estimator": 8, "predictor": 5} and base.meta["trained_steps"]["estimator"] == 5
+    assert merged.meta["predictor"] == base.meta["predictor"]
+
+
 def test_a_folder_without_weights_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no learned weights"):
         controller.load(tmp_path)

@@ -181,3 +181,35 @@ def test_a_run_started_from_a_trained_network_begins_where_it_ended(tiny_dataset
     with pytest.raises(InputError, match="not of the shape") as error:
         training.train(wider, tiny_dataset, tmp_path / "wider", start=net)
     assert error.value.path == folder and not (tmp_path / "wider").exists()
+
+
+def test_a_run_of_the_dense_layers_keeps_the_convolutions_and_learns(tiny_dataset, tiny_run, tmp_path):
+    """layers "dense": the convolutions and the input / output statistics stay bit for bit those of
+    the network it starts from, the dense layers move, and the validation loss falls from the
+    start network's; a resumed dense run takes the same steps. Without a start network it is
+    refused."""
+    from robocal.grasp.learned.controller import load_run
+
+    state, folder = tiny_run
+    net, _ = load_run(folder)
+    config = training.TrainConfig(steps=60, init=str(folder), layers="dense", **{**SMALL, "learning_rate": 3e-4, "eval_every": 20, "checkpoint_every": 30})
+    tuned = training.train(config, tiny_dataset, tmp_path / "dense", start=net)
+    after, _ = load_run(tmp_path / "dense")
+    kept = lambda m: (m.net.convs, m.x_mean, m.x_std, m.y_mean, m.y_std)  # noqa: E731
+    for a, b in zip(jax.tree.leaves(kept(after)), jax.tree.leaves(kept(net))):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(after.net.dense), jax.tree.leaves(net.net.dense)))
+    np.testing.assert_allclose(tuned["curves"][0][2], state["curves"][-1][2], rtol=1e-12)  # encoded once, the same loss
+    assert tuned["curves"][-1][2] < tuned["curves"][0][2]
+
+    def kill_at_45(step, total):
+        if step == 45:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        training.train(config, tiny_dataset, tmp_path / "resumed", progress=kill_at_45, start=net)
+    assert json.loads((tmp_path / "resumed" / training.STATE).read_text())["step"] == 30
+    resumed = training.train(config, tiny_dataset, tmp_path / "resumed", start=net)
+    assert resumed["curves"][-1] == tuned["curves"][-1]  # same losses to the last bit
+    with pytest.raises(ValueError, match="give init"):
+        training.TrainConfig(layers="dense", **SMALL)

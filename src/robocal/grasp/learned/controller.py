@@ -15,7 +15,8 @@ encodes the grid once (the convolutions); a control cycle runs the dense layers 
 
 `Models` holds both networks with the observation they were trained on; `save` / `load` write
 and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
-reads a `robocal grasp train` output folder (its `estimator/` and `predictor/` runs).
+reads a `robocal grasp train` output folder (its `estimator/` and `predictor/` runs);
+`with_runs` puts the runs of such a folder into other weights (one network fine-tuned).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.observation import ObservationConfig, observe
-from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, read_leaves, read_state
+from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, read_leaves, read_state, trained
 from robocal.grasp.simulation import GraspSituation
 from robocal.validation import read_json, validate_mapping
 
@@ -83,9 +84,25 @@ def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
         raise InputError(Path(run) / STATE, "missing: not the output folder of a `robocal grasp train` run")
     config = TrainConfig(**state["config"])
     like = skeleton(config, state["grid"], n_joints)
-    opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, eqx.is_array))
+    opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, trained(like, config.layers)))
     net, _ = read_leaves(Path(run) / CHECKPOINT, (like, opt_state))
     return net, state
+
+
+def with_runs(folder: Path, base: Models, n_joints: int = 12) -> Models:
+    """`base` with each network that a `grasp train` folder has a run of (`estimator/`,
+    `predictor/`) replaced by that run's: the weights of a run that fine-tuned one network of
+    `base`. The run's configuration replaces the network's in the meta, its steps add to
+    `trained_steps` where the meta counts them."""
+    nets = {name: getattr(base, name) for name in NETWORKS}
+    meta = json.loads(json.dumps(base.meta))  # a copy
+    for name in NETWORKS:
+        if (Path(folder) / name / STATE).exists():
+            nets[name], state = load_run(Path(folder) / name, n_joints)
+            meta[name] = state["config"]
+            if isinstance(meta.get("trained_steps"), dict):
+                meta["trained_steps"][name] = meta["trained_steps"].get(name, 0) + state["step"]
+    return Models(nets["estimator"], nets["predictor"], base.observation, meta)
 
 
 class WeightsFile(BaseModel):

@@ -16,7 +16,10 @@ Adam (learning rate 3e-4, the paper's) on minibatches drawn with `jax.random.fol
 step)` (`per_grid` > 1: groups of that many samples of one grasp, whose grid the step encodes
 once for the group; the convolutions are most of a step's work), so a run resumed from its
 checkpoint (`checkpoint.eqx` + `state.json`, written every `checkpoint_every` steps and at the
-end) takes the same steps as one that never stopped.
+end) takes the same steps as one that never stopped. `layers="dense"` fine-tunes the dense
+layers of a trained network only: its convolutions stay, so every grid is encoded once for the
+run and a step costs the dense layers alone (what a CPU can train; for example the estimator
+for another quantile t).
 `curves.html` shows the training and validation losses against the constant baseline, and the
 validation loss per grasp kind: for the estimator the power grasps' part is mostly a floor the
 network cannot pass (their palm takes an external force the joint torques do not see, so the
@@ -71,11 +74,14 @@ class TrainConfig(BaseModel):
     checkpoint_every: int = Field(1000, ge=1)
     precision: Literal["float64", "float32"] = "float64"  # the network's and the inputs' float type
     init: str | None = None  # the weights or `grasp train` folder whose network the run starts from (fine-tuning); None: random weights
+    layers: Literal["all", "dense"] = "all"  # what trains; "dense": the dense layers only, the convolutions kept from `init` (every grid encoded once per run)
 
     @model_validator(mode="after")
     def _whole_groups(self) -> TrainConfig:
         if self.batch % self.per_grid:
             raise ValueError(f"batch ({self.batch}) must be a multiple of per_grid ({self.per_grid})")
+        if self.layers == "dense" and self.init is None:
+            raise ValueError("layers 'dense' keeps the convolutions of a trained network: give init")
         return self
 
 
@@ -193,11 +199,17 @@ def sample_losses(model: Scaled, loss: Callable, features, inputs, targets) -> j
 _sample_losses = eqx.filter_jit(sample_losses)
 
 
-def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512) -> np.ndarray:
+def encode_all(model: Scaled, voxels: jnp.ndarray, chunk: int = 512) -> jnp.ndarray:
+    """Object features (K, F) of grids (K, G, G, G), in chunks."""
+    return jnp.concatenate([_encode(model, voxels[start : start + chunk]) for start in range(0, len(voxels), chunk)])
+
+
+def evaluate(model: Scaled, loss: Callable, split: tuple, chunk: int = 512, encoded: bool = False) -> np.ndarray:
     """The loss of every sample (S,) of a whole split (`on_device` arrays): each grid encoded once,
-    the samples in chunks."""
+    the samples in chunks. `encoded`: the split holds the grids' features (K, F), not the grids
+    (a run of the dense layers only, `encoded_split`)."""
     voxels, rows, inputs, targets = split
-    features = jnp.concatenate([_encode(model, voxels[start : start + chunk]) for start in range(0, len(voxels), chunk)])
+    features = voxels if encoded else encode_all(model, voxels, chunk)
     parts = [
         _sample_losses(model, loss, features[rows[start : start + chunk]], inputs[start : start + chunk], targets[start : start + chunk])
         for start in range(0, len(rows), chunk)
@@ -223,26 +235,47 @@ def minibatch(key: jax.Array, rows: jnp.ndarray, batch: int, per_grid: int) -> j
     return jnp.concatenate([first[:, None], more], axis=1).reshape(-1)
 
 
+def trained(model: Scaled, layers: str) -> Scaled:
+    """Filter spec of the arrays a run of `layers` trains: every float array ("all"), or the dense
+    layers' ("dense")."""
+    if layers == "all":
+        return jax.tree.map(eqx.is_inexact_array, model)
+    spec = jax.tree.map(lambda _: False, model)
+    return eqx.tree_at(lambda m: m.net.dense, spec, replace=jax.tree.map(eqx.is_inexact_array, model.net.dense))
+
+
 @cache
-def training_step(loss: Callable, learning_rate: float, batch: int, per_grid: int) -> tuple[optax.GradientTransformation, Callable]:
-    """Adam and its jitted training step (kept per loss, rate and minibatch shape: compiled once
-    per process). The step draws its minibatch (`minibatch`) from the split on the device with
-    `fold_in(key, step)` and encodes each of its grids once."""
+def training_step(loss: Callable, learning_rate: float, batch: int, per_grid: int, layers: str = "all") -> tuple[optax.GradientTransformation, Callable]:
+    """Adam and its jitted training step (kept per loss, rate, minibatch shape and layers: compiled
+    once per process). The step draws its minibatch (`minibatch`) from the split on the device
+    with `fold_in(key, step)` and encodes each of its grids once; with layers "dense" the split
+    holds the grids' features (`encoded_split`) and only the dense layers move (Adam's state
+    covers only them: `optimizer.init(eqx.filter(model, trained(model, layers)))`)."""
     optimizer = optax.adam(learning_rate)
 
     def batch_loss(model, split, pick):
-        voxels, rows, inputs, targets = split
-        features = jnp.repeat(encode(model, voxels[rows[pick[::per_grid]]]), per_grid, axis=0)
+        grids, rows, inputs, targets = split
+        if layers == "dense":
+            features = grids[rows[pick]]
+        else:
+            features = jnp.repeat(encode(model, grids[rows[pick[::per_grid]]]), per_grid, axis=0)
         return head_loss(model, loss, features, inputs[pick], targets[pick])
 
     @eqx.filter_jit
     def step(model, state, split, key, number):
         pick = minibatch(jax.random.fold_in(key, number), split[1], batch, per_grid)
-        value, grads = eqx.filter_value_and_grad(batch_loss)(model, split, pick)
-        updates, state = optimizer.update(grads, state, eqx.filter(model, eqx.is_array))
+        params, kept = eqx.partition(model, trained(model, layers))
+        value, grads = eqx.filter_value_and_grad(lambda p: batch_loss(eqx.combine(p, kept), split, pick))(params)
+        updates, state = optimizer.update(grads, state, params)
         return eqx.apply_updates(model, updates), state, value
 
     return optimizer, step
+
+
+def encoded_split(model: Scaled, split: tuple) -> tuple:
+    """An `on_device` split with its grids (K, G, G, G) replaced by `model`'s features of them (K,
+    F): for a run of the dense layers only, whose convolutions do not change."""
+    return (encode_all(model, split[0]), *split[1:])
 
 
 class RunState(BaseModel):
@@ -327,17 +360,22 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
             raise InputError(Path(data) / split, f"grids of {voxels.shape[1]} voxels where {Path(data) / MANIFEST} says {grid}")
     train_split, val_split = on_device(train_arrays, config.precision), on_device(val_arrays, config.precision)
     loss = loss_of(config)
-    optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid)
+    optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid, config.layers)
     model = new_network(config, grid, train_arrays[2], train_arrays[3])
     if start is not None:
         if not _same_shapes(start, model):
             raise InputError(config.init or "start", f"its {config.network} is not of the shape this run's options and the dataset's grid {grid} give")
         model = in_precision(start, config.precision)
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_array))
+    elif config.layers == "dense":
+        raise InputError(config.init or "init", "a run of the dense layers only starts from a trained network; none was given")
+    opt_state = optimizer.init(eqx.filter(model, trained(model, config.layers)))
+    encoded = config.layers == "dense"
+    if encoded:  # the convolutions stay as given: every grid encoded once
+        train_split, val_split = encoded_split(model, train_split), encoded_split(model, val_split)
 
     def validation(model: Scaled, step: int, training_loss: float | None) -> None:
         """A point of the curves: the validation loss, over all and per grasp kind."""
-        per_sample = evaluate(model, loss, val_split)
+        per_sample = evaluate(model, loss, val_split, encoded=encoded)
         state["curves"].append([step, training_loss, float(per_sample.mean())])
         state["val_by_kind"].append([step, by_kind(per_sample, val_kinds)])
 
