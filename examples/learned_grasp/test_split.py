@@ -1,11 +1,11 @@
-"""The shipped networks on a dataset's test split (objects never trained on): the predictor's
-torque error against the best constant, and per grasp kind the force the minimal-wrench
-estimator reports (capped at its scale, as the controller uses it) and an L2-trained estimator's
-(uncapped) against the applied one, with the ablation's quiet-force figures
-(`ablation.quiet_force`).
+"""The shipped networks (or those of --weights) on a dataset's test split (objects never
+trained on): the predictor's torque error against the best constant, and per grasp kind the
+force the minimal-wrench estimator reports (capped at its scale, as the controller uses it)
+and an L2-trained estimator's (uncapped) against the applied one, with the ablation's
+quiet-force figures (`ablation.quiet_force`).
 
 Run from the repository root (figures in docs/grasp.md, "Learned controller"):
-    .venv/bin/python examples/learned_grasp/test_split.py --data out/gpu/data --l2 out/gpu/l2/estimator
+    .venv/bin/python examples/learned_grasp/test_split.py --data out/cpu/data1 --l2 out/gpu/l2/estimator [--weights DIR]
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="a `grasp dataset` folder (its test split)")
     parser.add_argument("--l2", type=Path, required=True, help="the L2 estimator's training run folder")
+    parser.add_argument("--weights", type=Path, default=controller.WEIGHTS, help="the networks' weights folder (default: the shipped ones)")
     args = parser.parse_args()
-    data, models = load(args.data, "test"), controller.load()
+    data, models = load(args.data, "test"), controller.load(args.weights)
     kinds = data["kind"][data["grasp"]]
     print(f"test split: {len(list((args.data / 'test').glob('*.npz')))} objects, {len(data['q_init'])} grasps, {len(kinds)} samples")
     predicted, torques = on_split(models.predictor, data, "predictor")
@@ -41,7 +42,7 @@ def main() -> None:
         f"predictor: torque RMS error {rms:.3f} Nm against {np.sqrt(np.mean((torques - torques.mean(axis=0)) ** 2)):.3f} Nm for the best constant (the split's own mean)"
     )
     l2, _ = controller.load_run(args.l2)
-    for label, net, cap in (("minimal-wrench (shipped)", models.estimator, True), ("L2 (ablation)", l2, False)):
+    for label, net, cap in ((f"minimal-wrench (t = {models.meta['estimator']['quantile']:g})", models.estimator, True), ("L2 (ablation)", l2, False)):
         out, wrenches = on_split(net, data, "estimator")
         wrench, scale = (np.asarray(a) for a in networks.split_estimate(jnp.asarray(out)))
         reported = (networks.capped(wrench, scale) if cap else wrench)[:, :3]
