@@ -38,7 +38,7 @@ from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.observation import ObservationConfig, observe
-from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, read_leaves, read_state, trained
+from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, read_leaves, read_state, trainable
 from robocal.grasp.simulation import GraspSituation
 from robocal.validation import read_json, validate_mapping
 
@@ -84,7 +84,7 @@ def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
         raise InputError(Path(run) / STATE, "missing: not the output folder of a `robocal grasp train` run")
     config = TrainConfig(**state["config"])
     like = skeleton(config, state["grid"], n_joints)
-    opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, trained(like, config.layers)))
+    opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, trainable(like, config.layers)))
     net, _ = read_leaves(Path(run) / CHECKPOINT, (like, opt_state))
     return net, state
 

@@ -49,7 +49,7 @@ import numpy as np
 import optax
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from robocal.errors import InputError
+from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned import losses, networks
 from robocal.outputs import write_atomically
 from robocal.validation import Seed, read_json, validate_mapping
@@ -235,7 +235,7 @@ def minibatch(key: jax.Array, rows: jnp.ndarray, batch: int, per_grid: int) -> j
     return jnp.concatenate([first[:, None], more], axis=1).reshape(-1)
 
 
-def trained(model: Scaled, layers: str) -> Scaled:
+def trainable(model: Scaled, layers: str) -> Scaled:
     """Filter spec of the arrays a run of `layers` trains: every float array ("all"), or the dense
     layers' ("dense")."""
     if layers == "all":
@@ -250,7 +250,7 @@ def training_step(loss: Callable, learning_rate: float, batch: int, per_grid: in
     once per process). The step draws its minibatch (`minibatch`) from the split on the device
     with `fold_in(key, step)` and encodes each of its grids once; with layers "dense" the split
     holds the grids' features (`encoded_split`) and only the dense layers move (Adam's state
-    covers only them: `optimizer.init(eqx.filter(model, trained(model, layers)))`)."""
+    covers only them: `optimizer.init(eqx.filter(model, trainable(model, layers)))`)."""
     optimizer = optax.adam(learning_rate)
 
     def batch_loss(model, split, pick):
@@ -264,7 +264,7 @@ def training_step(loss: Callable, learning_rate: float, batch: int, per_grid: in
     @eqx.filter_jit
     def step(model, state, split, key, number):
         pick = minibatch(jax.random.fold_in(key, number), split[1], batch, per_grid)
-        params, kept = eqx.partition(model, trained(model, layers))
+        params, kept = eqx.partition(model, trainable(model, layers))
         value, grads = eqx.filter_value_and_grad(lambda p: batch_loss(eqx.combine(p, kept), split, pick))(params)
         updates, state = optimizer.update(grads, state, params)
         return eqx.apply_updates(model, updates), state, value
@@ -367,8 +367,8 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
             raise InputError(config.init or "start", f"its {config.network} is not of the shape this run's options and the dataset's grid {grid} give")
         model = in_precision(start, config.precision)
     elif config.layers == "dense":
-        raise InputError(config.init or "init", "a run of the dense layers only starts from a trained network; none was given")
-    opt_state = optimizer.init(eqx.filter(model, trained(model, config.layers)))
+        raise RobocalError(f"a run of the dense layers only starts from the trained network of {config.init}: give it as start")
+    opt_state = optimizer.init(eqx.filter(model, trainable(model, config.layers)))
     encoded = config.layers == "dense"
     if encoded:  # the convolutions stay as given: every grid encoded once
         train_split, val_split = encoded_split(model, train_split), encoded_split(model, val_split)
