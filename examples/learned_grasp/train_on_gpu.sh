@@ -5,7 +5,9 @@
 # (float32, the runs share it) and is stopped at END (its last checkpoint counts). Runs: main and
 # fast, the minimal-wrench estimator at learning rates 3e-4 and 1e-3; l2, its plain-L2 ablation;
 # pred, the torque predictor; fast8 and pred8, fast and pred with 8 samples per grasp and step
-# (`--per-grid 8`: the grid encoded once for 8 samples). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
+# (`--per-grid 8`: the grid encoded once for 8 samples); half8, fast8 with the scale loss's
+# t = 0.5 (the shipped estimator's, docs/grasp.md); tune8, half8 fine-tuning every layer of the
+# shipped estimator (not in TINY mode: other shapes). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
 # this script, same options). Then each estimator's quiet-force figures on the test split.
 # Results: $OUT/summary.json, one tar per run, the logs. TINY=1 runs the same steps on a CPU.
 # Usage: bash examples/learned_grasp/train_on_gpu.sh OBJECTS END RUN@START [RUN@START ...]
@@ -23,7 +25,9 @@ if [ -n "${TINY:-}" ]; then STEPS="--steps 40 --eval-every 10 --checkpoint-every
 else STEPS="--steps 1000000 --eval-every 500 --checkpoint-every 500 --batch 256"; GRID=48; WORKERS=$(($(nproc) - ${#RUNS[@]})); fi
 declare -A OPTIONS=([main]="--networks estimator --learning-rate 3e-4" [fast]="--networks estimator --learning-rate 1e-3"
   [l2]="--networks estimator --loss l2 --learning-rate 3e-4" [pred]="--networks predictor --learning-rate 3e-4"
-  [fast8]="--networks estimator --learning-rate 1e-3 --per-grid 8" [pred8]="--networks predictor --learning-rate 3e-4 --per-grid 8")
+  [fast8]="--networks estimator --learning-rate 1e-3 --per-grid 8" [pred8]="--networks predictor --learning-rate 3e-4 --per-grid 8"
+  [half8]="--networks estimator --learning-rate 1e-3 --per-grid 8 --quantile 0.5"
+  [tune8]="--networks estimator --learning-rate 3e-4 --per-grid 8 --quantile 0.5 --init src/robocal/grasp/learned/weights")
 for run in "${RUNS[@]}"; do [ -n "${OPTIONS[${run%@*}]:-}" ] || { echo "unknown run ${run%@*}"; exit 2; }; done
 shards() { for s in train val test; do echo -n "$(ls $W/data/$s 2>/dev/null | wc -l) $s "; done; }
 
@@ -51,6 +55,7 @@ for state_file in sorted(w.glob("*/*/state.json")):
     run, state = state_file.parent, json.loads(state_file.read_text())
     name = f"{run.parent.name}/{run.name}"
     summary[name] = {"step": state["step"], "last": state["curves"][-1], "first": state["curves"][0], "constant": state["constant_val_loss"]}
+    summary[name]["last_by_kind"] = state.get("val_by_kind", [[None, {}]])[-1]
     if run.name == "estimator":
         net, _ = controller.load_run(run)
         summary[name]["quiet_test"] = ablation.quiet_force(net, w / "data", "test")
