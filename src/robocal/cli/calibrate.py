@@ -61,9 +61,12 @@ def calibrate(
     threshold = next((level for level in levels if level == fail_on), None)
     if fail_on is not None and threshold is None:
         raise RobocalError(f"--fail-on: 'warning' or 'fail', got '{fail_on}'")
-    from robocal.analysis.crossval import fold_assignment
+    check = None
+    if crossval:  # too few rows for the folds: refused before the solve
+        from robocal.analysis.crossval import fold_assignment
 
-    loaded, cal = _load_and_solve(problem, out_dir, check=partial(fold_assignment, k=FOLDS) if crossval else None)  # too few rows: refused before the solve
+        check = partial(fold_assignment, k=FOLDS)
+    loaded, cal = _load_and_solve(problem, out_dir, check=check)
     if crossval:
         from robocal.analysis.crossval import cross_validate
 
