@@ -8,7 +8,8 @@ moved into place, never over an input.
 - `staged(out)`: a context that yields a hidden temporary folder beside --out; when the block ends
   without an exception its files are moved into --out (each `os.replace`, atomic per file), so a
   failed or killed run leaves no half-written folder and an earlier result as it was;
-- `new_file(path, inputs)`: a single output file is new (nothing is overwritten) and no input;
+- `new_file(path, inputs)`: a single output file is new (nothing is overwritten), no input and in
+  no input folder;
 - `write_atomically(path, data)`: a file written aside and moved into place, so a reader or a
   killed run sees the old file or the whole new one, never half of one;
 - `file_stem(name)`: a user's name (a measurement's) as a file name in the output folder.
@@ -69,8 +70,12 @@ def new_file(path: Path, inputs: Iterable[Path] = ()) -> None:
     path = Path(path)
     if path.exists():
         raise RobocalError(f"{path}: exists; give a new file name (robocal never overwrites a file it may have read)")
-    if any(Path(p).resolve() == path.resolve() for p in inputs):
+    inputs = [Path(p) for p in inputs]
+    if any(p.resolve() == path.resolve() for p in inputs):
         raise RobocalError(f"{path}: is one of the command's inputs")
+    holding = sorted({str(p) for p in inputs if p.is_dir() and _inside(path, p)})
+    if holding:
+        raise RobocalError(f"{path}: is inside the input folder {', '.join(holding)}; write it elsewhere")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise RobocalError(f"{path}: cannot write there ({folder} is not a writable folder)")

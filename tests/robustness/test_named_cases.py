@@ -230,6 +230,17 @@ def test_a_200_mb_data_file_is_refused_before_it_is_read(arm, tmp_path, monkeypa
     assert not (tmp_path / "out").exists()
 
 
+def test_evaluate_html_inside_a_placement_folder_is_refused(placement, monkeypatch, capsys):
+    """The held-out page written into the placement folder it evaluates would change that input."""
+    before = hashes(placement)
+    page = placement / "page.html"
+    code, _, err = run(
+        monkeypatch, capsys, "evaluate", placement.parents[2] / "p.yaml", "--result", placement.parents[2] / "none", "--data", placement, "--html", page
+    )
+    assert code == 2 and said(f"{page}: is inside the input folder {placement}", err)
+    assert hashes(placement) == before
+
+
 def test_evaluate_html_never_overwrites_and_needs_data(arm, tmp_path, monkeypatch, capsys):
     """--html is checked before the evaluation runs: an existing file (here the data file itself)
     is refused and left as it was; with --truth there is no held-out page to write."""
