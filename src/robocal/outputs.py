@@ -32,6 +32,11 @@ def _inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
 
 
+def _holding_folders(path: Path, inputs: list[Path]) -> str:
+    """The input folders `path` lies in, comma-separated ("" for none): output there would change an input."""
+    return ", ".join(sorted({str(p) for p in inputs if p.is_dir() and _inside(path, p)}))
+
+
 def preflight(out: Path, inputs: Iterable[Path] = ()) -> None:
     """Raise a RobocalError naming --out if it cannot take this command's results (module doc)."""
     out, inputs = Path(out), [Path(p) for p in inputs]
@@ -40,9 +45,9 @@ def preflight(out: Path, inputs: Iterable[Path] = ()) -> None:
     held = sorted({str(p) for p in inputs if _inside(p, out)})
     if held:
         raise RobocalError(f"{out}: --out holds input file(s) {', '.join(held)}; write the results to another folder")
-    holding = sorted({str(p) for p in inputs if p.is_dir() and _inside(out, p)})
+    holding = _holding_folders(out, inputs)
     if holding:
-        raise RobocalError(f"{out}: --out is inside the input folder {', '.join(holding)}; write the results to another folder")
+        raise RobocalError(f"{out}: --out is inside the input folder {holding}; write the results to another folder")
     existing = next((p for p in [out, *out.parents] if p.exists()), Path("."))
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise RobocalError(f"{out}: cannot create or write the output folder ({existing} is not a writable folder)")
@@ -73,9 +78,9 @@ def new_file(path: Path, inputs: Iterable[Path] = ()) -> None:
     inputs = [Path(p) for p in inputs]
     if any(p.resolve() == path.resolve() for p in inputs):
         raise RobocalError(f"{path}: is one of the command's inputs")
-    holding = sorted({str(p) for p in inputs if p.is_dir() and _inside(path, p)})
+    holding = _holding_folders(path, inputs)
     if holding:
-        raise RobocalError(f"{path}: is inside the input folder {', '.join(holding)}; write it elsewhere")
+        raise RobocalError(f"{path}: is inside the input folder {holding}; write it elsewhere")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise RobocalError(f"{path}: cannot write there ({folder} is not a writable folder)")

@@ -186,7 +186,7 @@ _encode = eqx.filter_jit(encode)
 def outputs(model: Scaled, voxels: np.ndarray, rows: np.ndarray, inputs: np.ndarray) -> jnp.ndarray:
     """The model's outputs (S, m) for samples: grids (K, G, G, G), each encoded once, the grid
     row of each sample (S,) and its inputs (S, n)."""
-    features = _encode(model, jnp.asarray(voxels))
+    features = encode_all(model, jnp.asarray(voxels))
     return jax.vmap(model.head)(features[jnp.asarray(rows)], jnp.asarray(inputs))
 
 
