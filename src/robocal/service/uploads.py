@@ -23,6 +23,7 @@ from robocal.service.auth import NAME
 MAX_FILES = 32
 ROBOT = "robot.urdf"  # the model's URDF, as a session's problem.yaml names it
 KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+ATTEMPTS = 3  # tries of an upload that concurrent ones keep beating to a unique row
 
 
 def checked_files(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -66,17 +67,17 @@ def describe(db: DbSession, session: Session, replayed: bool = False) -> dict:
 
 def store_upload(db: DbSession, station_id: int, model: FleetModel, serial: str, files: dict[str, bytes], key: str | None, clock_offset: float | None) -> dict:
     """Store one upload (a transaction of its own) or answer the session the same key created; 409 when
-    the key was used for other files, or these files are already stored under another key."""
+    the key was used for other files, or these files are already stored under another key; 503 with
+    Retry-After when concurrent uploads of the same blobs or key still win the race after ATTEMPTS
+    tries (the station agent retries a 5xx)."""
     hashes = {name: hashlib.sha256(content).hexdigest() for name, content in files.items()}
-    attempt = 0
-    while True:  # a concurrent upload of the same blob or key won the race: look again
+    for _ in range(ATTEMPTS):  # a concurrent upload of the same blob or key won the race: look again
         try:
             with db.begin():
                 return _store_once(db, station_id, model, serial, files, hashes, key, clock_offset)
         except IntegrityError:
-            attempt += 1
-            if attempt == 3:
-                raise
+            continue
+    raise HTTPException(503, f"busy: concurrent uploads of these files won {ATTEMPTS} times; try again", headers={"Retry-After": "1"})
 
 
 def _store_once(
