@@ -80,6 +80,20 @@ def test_design_out_beside_its_data_is_refused(arm, tmp_path, monkeypatch, capsy
     assert (tmp_path / "a" / "train.csv").read_bytes() == before
 
 
+@pytest.mark.parametrize("inside", [False, True])
+def test_design_out_in_the_result_it_reads_is_refused(arm, tmp_path, monkeypatch, capsys, inside):
+    """`design --result R --out R` (or a folder in R) would mix the selection into the calibration it was made from."""
+    shutil.copytree(arm, tmp_path / "a")
+    result = tmp_path / "result"
+    assert run(monkeypatch, capsys, "calibrate", problem(tmp_path / "a"), "--out", result)[0] == 0
+    before = hashes(result)
+    out = result / "design" if inside else result
+    code, _, err = run(monkeypatch, capsys, "design", tmp_path / "a" / "problem.yaml", "--n", 3, "--result", result, "--out", out)
+    expected = f"{out}: --out is inside the input folder {result}" if inside else f"{out}: --out holds input file(s) {result}"
+    assert code == 2 and said(expected, err)
+    assert hashes(result) == before
+
+
 MUKCA = Path(__file__).resolve().parents[2] / "examples" / "mukca"
 
 

@@ -113,7 +113,7 @@ def design(
     from robocal.problem import load_problem
     from robocal.provenance import input_files
 
-    preflight(out_dir, [problem])
+    preflight(out_dir, [problem] if result is None else [problem, result])  # the result folder is read: never written into
     with err.status("loading problem"):
         if result is None:
             loaded = load_problem(problem)
