@@ -1,7 +1,7 @@
 """Every generated bad input (tests/robustness/corpus.py) through `robocal calibrate`, and each
 also through one of the other commands that load a problem (analyze, design, evaluate, crossval, in turn),
-in-process (the one error path of `robocal.cli.main`; tests/cli/test_bad_input.py runs real
-processes): exit code 2, one `error:` line naming the file, no traceback, every input file
+in-process (the one error path of `robocal.cli.main`; tests/cli/test_bad_input.py runs one
+case per kind of file in a real process): exit code 2, one `error:` line naming the file, no traceback, every input file
 byte-identical afterwards, and no output folder."""
 
 from __future__ import annotations

@@ -18,17 +18,18 @@ def test_shapes_for_configurable_grids_and_split_outputs():
     """Shapes by abstract evaluation (a random initialization of new weight shapes compiles one
     program per shape: 16 s for these four networks); the scale's sign on computed values."""
     for grid in (16, 24):
-        voxels, x = _inputs(grid, 48)
+        # abstract inputs: only their shapes enter (random values would compile programs of their own)
+        voxels, x = jax.ShapeDtypeStruct((grid,) * 3, jnp.float64), jax.ShapeDtypeStruct((48,), jnp.float64)
 
-        def estimate(grid=grid, voxels=voxels, x=x):
+        def estimate(voxels, x, grid=grid):
             est = networks.estimator_network(grid, 12, jax.random.PRNGKey(0), width=32)
             return est.encode(voxels), networks.split_estimate(est(voxels, x))
 
-        features, (wrench, scale) = eqx.filter_eval_shape(estimate)
+        features, (wrench, scale) = eqx.filter_eval_shape(estimate, voxels, x)
         side = -(-grid // 16)  # four stride-2 convolutions: G -> ceil(G / 16) per side, 32 channels
         assert features.shape == (32 * side**3,) and wrench.shape == (6,) and scale.shape == ()
         torques = eqx.filter_eval_shape(
-            lambda grid=grid, voxels=voxels: networks.predictor_network(grid, 12, jax.random.PRNGKey(0), width=32)(voxels, jnp.zeros(30))
+            lambda voxels, grid=grid: networks.predictor_network(grid, 12, jax.random.PRNGKey(0), width=32)(voxels, jnp.zeros(30)), voxels
         )
         assert torques.shape == (12,)
     voxels, x = _inputs(16, 48)
@@ -49,6 +50,6 @@ def test_encoding_once_gives_the_full_call_and_seed_fixes_weights():
 
 def test_object_grid_changes_the_output():
     net = networks.predictor_network(16, 12, jax.random.PRNGKey(0), width=32)
-    voxels, _ = _inputs(16, 30)
+    voxels, _ = _inputs(16, 48)  # the grid of the other tests (the vector input is not used here)
     x = jnp.zeros(30)
     assert float(jnp.max(jnp.abs(net(voxels, x) - net(jnp.zeros_like(voxels), x)))) > 1e-6
