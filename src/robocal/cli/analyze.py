@@ -107,7 +107,7 @@ def design(
     reference, n and seed), each option given here in its place."""
     import numpy as np
 
-    from robocal.design import choose, data_tables, design_criterion, write_selection
+    from robocal.design import choose, data_tables, design_criterion, sample_index, write_selection
     from robocal.evaluation import chosen_task, load_stored
     from robocal.outputs import moved, preflight, staged
     from robocal.problem import load_problem
@@ -123,11 +123,12 @@ def design(
             theta = stored.vectors(loaded.layout.names, loaded.theta0)[1]
     preflight(out_dir, input_files(loaded).values())
     tables = data_tables(loaded)
+    n_candidates = len(sample_index(loaded))
+    if n > n_candidates:  # before the Jacobians: a bad --n costs nothing
+        raise RobocalError(f"--n {n}: the problem has only {n_candidates} candidate samples")
     task = chosen_task(loaded, reference, names(tips), n_test, seed)
-    with err.status(f"Jacobians of {sum(m.n for m in loaded.measurements)} candidate samples and of the task ({task.n} test configurations)"):
+    with err.status(f"Jacobians of {n_candidates} candidate samples and of the task ({task.n} test configurations)"):
         criterion = design_criterion(loaded, np.asarray(theta), task)
-    if n > criterion.n_candidates:
-        raise RobocalError(f"--n {n}: the problem has only {criterion.n_candidates} candidate samples")
     with err.status(f"{strategy.value}: choosing {n} of {criterion.n_candidates}"):
         chosen = choose(criterion, n, strategy.value, task.seed)
         baseline = criterion.random(n, task.seed)
