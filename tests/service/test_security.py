@@ -109,8 +109,9 @@ def test_oversized_and_malformed_uploads(service):
         assert a.post("/login", content=iter([b"token=x"]), headers={"Content-Type": "application/x-www-form-urlencoded"}).status_code == 411
         garbage = a.post("/api/sessions", content=b"--x\r\nnot a part", headers={"Content-Type": "multipart/form-data; boundary=x"})
         assert garbage.status_code in (400, 422), garbage.text
-        chunked = a.post("/api/sessions", content=iter([b"--x\r\n"]), headers={"Content-Type": "multipart/form-data; boundary=x"})
-        assert chunked.status_code == 411
+        for _ in range(20):  # every time: the refused chunked body is read before the answer, not reset with the connection
+            chunked = a.post("/api/sessions", content=iter([b"--x\r\n"]), headers={"Content-Type": "multipart/form-data; boundary=x"})
+            assert chunked.status_code == 411
         assert a.post("/api/sessions", data={"serial": "U-1", "model": "arm6"}).status_code == 422  # no files
         cases = {
             "no problem": [("files", ("markers.csv", b"1,2,3", "text/csv"))],

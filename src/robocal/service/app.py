@@ -22,7 +22,7 @@ from robocal.service.routes import admin, results, sessions, units
 
 UPLOAD_PATH = "/api/sessions"
 OTHER_LIMIT = 8 * 2**20  # bytes of any other request body (a model's URDF is at most 4 MiB)
-DRAIN = 2 * OTHER_LIMIT  # bytes of a refused body read and dropped before the 413 (UploadLimit); a longer one is cut off
+DRAIN = 2 * OTHER_LIMIT  # bytes of a refused body read and dropped before the 411 or 413 (UploadLimit); a longer one is cut off
 
 
 @dataclass
@@ -35,17 +35,25 @@ class Settings:
 
 
 async def _discard(receive) -> None:
-    """Read a request's body and drop it, chunk by chunk."""
-    while (message := await receive())["type"] == "http.request" and message.get("more_body"):
-        pass
+    """Read a request's body and drop it, chunk by chunk, up to DRAIN bytes (a chunked body declares
+    no length; what is left past DRAIN stays unread and the connection is cut)."""
+    read = 0
+    while read <= DRAIN:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        read += len(message.get("body", b""))
+        if not message.get("more_body"):
+            return
 
 
 class UploadLimit:
     """ASGI middleware: a request body (POST, PUT, PATCH) must declare its Content-Length (411, not chunked),
     at most max_upload bytes for a session upload and OTHER_LIMIT for anything else (413), so that no
-    body, the unauthenticated login form's included, is kept past its limit. A refused body of at most
-    DRAIN bytes is read and dropped before the answer: closed with unread data, the socket resets the
-    connection, and the client may lose the 413 in transit (it then sees a broken connection)."""
+    body, the unauthenticated login form's included, is kept past its limit. A refused body (411, or 413
+    of at most DRAIN bytes) is read and dropped, up to DRAIN bytes, before the answer: closed with
+    unread data, the socket resets the connection, and the client may lose the answer in transit (it
+    then sees a broken connection)."""
 
     def __init__(self, app, max_upload: int):
         self.app, self.max_upload = app, max_upload
@@ -63,7 +71,7 @@ class UploadLimit:
             elif length is not None and int(length) > limit:
                 problem = 413, f"a body of {int(length)} bytes exceeds the limit of {limit} bytes"
             if problem is not None:
-                if problem[0] == 413 and int(length) <= DRAIN:
+                if problem[0] == 411 or (problem[0] == 413 and int(length) <= DRAIN):
                     await _discard(receive)
                 await JSONResponse({"detail": problem[1]}, status_code=problem[0], headers={"Connection": "close"})(scope, receive, send)
                 return
