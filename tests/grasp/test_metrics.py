@@ -1,7 +1,12 @@
-"""The evaluation's comparisons: interpolation over the baselines' scales, no extrapolation."""
+"""The evaluation's comparisons: interpolation over the baselines' scales, no extrapolation; a
+trial's figures and their summary."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
+from robocal.grasp.evaluation import _figures
 from robocal.grasp.metrics import compare, method_rows, summarize
 
 
@@ -56,10 +61,32 @@ def test_summary_counts_like_failures_together_and_splits_the_force_error_by_kin
             "max_translation": 0.0,
             "max_rotation": 0.0,
             "estimate_error": error,
+            "estimate_error_ramp": error / 2,
         }
         for kind, error in (("power", 9.0), ("power", 10.0), ("precision", 0.1))
     ]
-    summary = summarize({"config": {"grasps": 8}, "grasps": grasps, "trials": trials})
+    broken = {**trials[2], "broken": True, "estimate_error_ramp": 0.4}  # broken while ramping: no hold figure
+    del broken["estimate_error"]
+    summary = summarize({"config": {"grasps": 8}, "grasps": grasps, "trials": [*trials, broken]})
     assert summary["grasps"]["failures"] == {"object moved # mm / # deg while settling": 2, "power grasp touches # links, needs #": 2}
     assert summary["wrench_estimation"]["force_error_median_by_kind"] == {"power": 9.5, "precision": 0.1}
     assert summary["wrench_estimation"]["force_error_median"] == 9.0
+    assert summary["wrench_estimation"]["ramp_force_error_median_by_kind"] == {"power": {"kept": 4.75}, "precision": {"broken": 0.4, "kept": 0.05}}
+
+
+def test_a_trials_estimate_errors_while_held_and_while_ramping():
+    """A 4 s ramp to 5 N sampled each second, broken in the hold at 5 s: the estimate is 1 N short
+    during the ramp (after the start, where it is 0 and so is the force) and 0.5 N in the hold."""
+    t = np.arange(6.0)
+    force = np.minimum(t / 4.0, 1.0) * 5.0
+    wrench = np.zeros((6, 6))
+    wrench[:, 2] = force
+    estimate = wrench.copy()
+    estimate[1:4, 2] -= 1.0
+    estimate[4:, 0] = 0.5  # the right size along z, 0.5 N off sideways
+    result = SimpleNamespace(broken=True, break_time=5.0, max_translation=0.02, max_rotation=0.1, tau=np.ones((6, 12)), t=t, wrench=wrench, estimate=estimate)
+    record = _figures(result, ramp=4.0)
+    assert record["estimate_error_ramp"] == pytest.approx(1.0)  # t = 1, 2, 3
+    assert record["estimate_error"] == pytest.approx(0.5)  # t = 4, 5
+    assert record["estimate_max"] == pytest.approx(np.hypot(5.0, 0.5))
+    assert record["torque_sum"] == pytest.approx(12.0) and record["break_time"] == 5.0

@@ -155,8 +155,9 @@ def _keys(entry: dict, method: str, scale: float, force: int, magnitude: float) 
 
 def _figures(result, ramp: float) -> dict:
     """One trial's figures: kept or broken, largest deviations, mean torque sum, and for ours
-    the error of the estimated force while the full force is held and the largest force it
-    estimated."""
+    the largest force it estimated and the mean error of the estimated force while the full
+    force is held (`estimate_error`, kept grasps and those broken in the hold) and while it
+    ramps up (`estimate_error_ramp`, every trial: most grasps that break, break there)."""
     record = {
         "broken": bool(result.broken),
         "break_time": float(result.break_time) if result.broken else None,
@@ -166,10 +167,10 @@ def _figures(result, ramp: float) -> dict:
     }
     if len(result.estimate):
         record["estimate_max"] = float(np.linalg.norm(result.estimate[:, :3], axis=1).max())
-        held = result.t >= ramp
-        if held.any():
-            error = np.linalg.norm(result.estimate[held, :3] - result.wrench[held, :3], axis=1)
-            record["estimate_error"] = float(error.mean())
+        error = np.linalg.norm(result.estimate[:, :3] - result.wrench[:, :3], axis=1)
+        for key, during in (("estimate_error", result.t >= ramp), ("estimate_error_ramp", (result.t > 0) & (result.t < ramp))):
+            if during.any():
+                record[key] = float(error[during].mean())
     return record
 
 

@@ -88,6 +88,10 @@ def summarize(results: dict) -> dict:
         by_kind: dict[str, list[float]] = {}
         for t in held_trials:  # power grasps: the estimate's ambiguity (docs/grasp.md)
             by_kind.setdefault(t["kind"], []).append(t["estimate_error"])
+        ramping: dict[str, dict[str, list[float]]] = {}
+        for t in trials:  # broken trials too: the hold's error sees only the grasps that survived the ramp
+            if t["method"] == "controller" and "estimate_error_ramp" in t:
+                ramping.setdefault(t["kind"], {}).setdefault("broken" if t["broken"] else "kept", []).append(t["estimate_error_ramp"])
         quiet = [t["estimate_max"] for t in finished if t["force"] < 0]
         summary["wrench_estimation"] = {
             "held_trials": len(held),
@@ -95,6 +99,7 @@ def summarize(results: dict) -> dict:
             "force_error_median": float(np.median(held)) if held else None,
             "force_error_q90": float(np.quantile(held, 0.9)) if held else None,
             "force_error_median_by_kind": {kind: float(np.median(errors)) for kind, errors in sorted(by_kind.items())},
+            "ramp_force_error_median_by_kind": {kind: {end: float(np.median(e)) for end, e in sorted(ends.items())} for kind, ends in sorted(ramping.items())},
             "no_force_grasps": len(quiet),
             "no_force_estimate_max": float(np.max(quiet)) if quiet else None,
             "no_force_estimate_median": float(np.median(quiet)) if quiet else None,
