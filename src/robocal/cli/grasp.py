@@ -137,7 +137,6 @@ def grasp_dataset(
     power: Annotated[int, typer.Option("--power", min=0, help="successful power grasps per object at most")] = 2,
     precision: Annotated[int, typer.Option("--precision", min=0, help="successful precision grasps per object at most")] = 2,
     samples: Annotated[int, typer.Option("--samples", min=1, help="teacher samples per grasp")] = 40,
-    near: Annotated[float, typer.Option("--near", min=0.0, max=1.0, help="fraction of samples whose estimated wrench is near the applied one")] = 0.0,
     grid: Annotated[int, typer.Option("--grid", min=8, max=128, help="voxels per side of the object grid")] = 48,
     seed: Annotated[int, typer.Option("--seed", min=0, help="seeds the objects, grasps and wrenches")] = 0,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="processes (default: one per CPU core)")] = None,
@@ -151,7 +150,7 @@ def grasp_dataset(
     from robocal.outputs import preflight
 
     preflight(out_dir)
-    config = DatasetConfig(seed=seed, objects=objects, power=power, precision=precision, samples=samples, near=near, grid=grid)
+    config = DatasetConfig(seed=seed, objects=objects, power=power, precision=precision, samples=samples, grid=grid)
     with progress_bar(remaining=True) as bar:
         task = bar.add_task("objects", total=None)
         counts = generate(config, out_dir, workers or os.cpu_count() or 1, lambda done, total: bar.update(task, completed=done, total=total))

@@ -31,38 +31,6 @@ def test_generation_is_reproducible_from_the_seed_and_resumable(tiny_dataset, tm
     assert np.abs(train["q_d"] - train["q_init"][train["grasp"]]).max() > 1e-3
 
 
-def _one_point_residual(forces, moments):
-    """How far the moments (K, 3) are from those of the forces (K, 3) at one common point: the
-    largest residual of the least-squares p in m_k = p x f_k."""
-
-    def skew(f):
-        return np.array([[0, f[2], -f[1]], [-f[2], 0, f[0]], [f[1], -f[0], 0]])  # p x f = skew(f) @ p
-
-    A, b = np.vstack([skew(f) for f in forces]), np.concatenate(moments)
-    p, *_ = np.linalg.lstsq(A, b, rcond=None)
-    return np.abs(A @ p - b).max()
-
-
-def test_closed_loop_samples_draw_the_estimate_near_the_applied_wrench(tiny_dataset, tmp_path):
-    """--near 1: every sample's estimated wrench w' is a force on the same point as w's, off by at
-    most NEAR_SPREAD; the object, its grasps and their grids are those of --near 0."""
-    from robocal.grasp.learned.teacher import NEAR_SPREAD
-
-    (reference,) = tiny_dataset.glob("*/00000.npz")
-    assert dataset.make_shard(CONFIG.model_copy(update={"near": 1.0}), tmp_path, (reference.parent.name, 0)) > 0
-    near, paper = np.load(tmp_path / reference.parent.name / "00000.npz"), np.load(reference)
-    for key in ("voxels", "q_grasp", "q_init", "kind"):
-        np.testing.assert_array_equal(near[key], paper[key])
-
-    def offset(s):
-        return np.linalg.norm(s["wrench_cmd"][:, :3] - s["wrench"][:, :3], axis=1)
-
-    assert offset(near).max() <= NEAR_SPREAD + 1e-12
-    assert np.mean(offset(paper) <= NEAR_SPREAD) < 0.2  # the paper's w' is drawn apart from w
-    for w, w_cmd in zip(near["wrench"], near["wrench_cmd"]):
-        assert _one_point_residual([w[:3], w_cmd[:3]], [w[3:], w_cmd[3:]]) < 1e-12  # both forces act at one point
-
-
 def test_another_configuration_in_the_same_folder_is_refused(tiny_dataset):
     other = CONFIG.model_copy(update={"samples": 11})
     with pytest.raises(InputError, match="another configuration"):

@@ -46,7 +46,6 @@ class DatasetConfig(BaseModel):
     power: int = Field(2, ge=0)  # successful power grasps per object at most
     precision: int = Field(2, ge=0)  # successful precision grasps per object at most
     samples: int = Field(40, ge=1)  # teacher samples per grasp (paper: 40)
-    near: float = Field(0.0, ge=0.0, le=1.0)  # fraction of samples with w' near w (`teacher` docstring); 0 the paper's
     grid: int = Field(48, ge=8, le=128)  # voxels per side
     side: float = Field(0.24, gt=0.0, le=1.0)  # m, edge of the voxel cube
     family: int = 2  # version of the procedural family (2: six kinds, one generator per object); a folder of another is refused
@@ -79,7 +78,7 @@ def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
     per_grasp, sample_rows = [], []
     for grasp in (g for g in attempts if g.ok):
         try:
-            samples = grasp_samples(situation(hand, obj, grasp), obj, rng, config.samples, config.near)
+            samples = grasp_samples(situation(hand, obj, grasp), obj, rng, config.samples)
         except RobocalError:  # no sampled wrench held: the grasp gives no samples
             continue
         per_grasp.append((observe(hand, obj, grasp.object_pose, config.observation()), grasp))

@@ -5,10 +5,7 @@ Per grasp, `SAMPLES` times:
 
 1. draw the external wrench w and an estimated one w' (`sample_wrench`: a single force on the
    object's surface, the paper's object wrench space, uniform direction and norm in [0, 10] N;
-   moments about the object's centre of mass, palm frame). With `near` > 0, that fraction of
-   the samples draws w' as the closed loop meets it instead: w's force, at the same
-   point, off by a force of uniform direction and norm in [0, `NEAR_SPREAD`] N, the
-   estimate a step behind a changing push;
+   moments about the object's centre of mass, palm frame);
 2. the teacher predictor (the analytical torque optimization with the grasp's preload,
    `controller.torque_command`) turns w' into the command q_d = q_init + offsets(w'), with the
    joint torques tau' it plans: (w', tau') is the predictor's sample;
@@ -42,7 +39,6 @@ SAMPLES = 40  # estimator samples per grasp (the paper's 40)
 MAX_FORCE = 10.0  # N: sampled force norms are uniform in [0, MAX_FORCE]
 MAX_DRAWS = 10  # draws of w per sample before the sample is given up
 MARGIN = 0.5  # N: the teacher's friction margin (the analytical controller's default)
-NEAR_SPREAD = 1.0  # N: largest difference of w' from w in the closed-loop samples
 
 
 @dataclass(frozen=True)
@@ -57,27 +53,14 @@ class GraspSamples:
     rejected: int  # draws of w whose grasp would break
 
 
-def random_force(rng: np.random.Generator, max_force: float) -> np.ndarray:
-    """A force (3,) of uniform direction and norm uniform in [0, max_force]."""
-    direction = rng.normal(size=3)
-    return rng.uniform(0.0, max_force) * direction / np.linalg.norm(direction)
-
-
-def point_wrench(point: np.ndarray, force: np.ndarray) -> np.ndarray:
-    """The wrench (6,) of `force` (3,) acting at `point` (3,), moments about the origin."""
-    return np.concatenate([force, np.cross(point, force)])
-
-
-def sample_force(obj: GraspObject, pose: np.ndarray, rng: np.random.Generator, max_force: float = MAX_FORCE) -> tuple[np.ndarray, np.ndarray]:
-    """A single force (3,: N, palm frame) of uniform direction and norm in [0, max_force] and the
-    uniform surface point of `obj` at `pose` (4x4) it acts at (3,: relative to the centre of mass)."""
-    points, _ = obj.sample_surface(rng, 1)
-    return pose[:3, :3] @ points[0], random_force(rng, max_force)
-
-
 def sample_wrench(obj: GraspObject, pose: np.ndarray, rng: np.random.Generator, max_force: float = MAX_FORCE) -> np.ndarray:
-    """The wrench (6,: N, Nm about the centre of mass, palm frame) of one `sample_force`."""
-    return point_wrench(*sample_force(obj, pose, rng, max_force))
+    """One wrench (6,: N, Nm about the centre of mass, palm frame) of a single force of uniform
+    direction and norm in [0, max_force] at a uniform surface point of `obj` at `pose` (4x4)."""
+    points, _ = obj.sample_surface(rng, 1)
+    point = pose[:3, :3] @ points[0]  # relative to the centre of mass, palm frame
+    direction = rng.normal(size=3)
+    force = rng.uniform(0.0, max_force) * direction / np.linalg.norm(direction)
+    return np.concatenate([force, np.cross(point, force)])
 
 
 def equilibrium(model: GraspModel, q_offset: np.ndarray, wrench: np.ndarray, delta0: np.ndarray) -> np.ndarray | None:
@@ -105,9 +88,8 @@ def equilibrium(model: GraspModel, q_offset: np.ndarray, wrench: np.ndarray, del
     return None
 
 
-def grasp_samples(situation: GraspSituation, obj: GraspObject, rng: np.random.Generator, n: int = SAMPLES, near: float = 0.0) -> GraspSamples:
-    """`n` teacher samples of one settled grasp, a fraction `near` of them (drawn per sample)
-    with w' near w (module docstring)."""
+def grasp_samples(situation: GraspSituation, obj: GraspObject, rng: np.random.Generator, n: int = SAMPLES) -> GraspSamples:
+    """`n` teacher samples of one settled grasp (module docstring)."""
     model = linearized(situation)
     predictor = AnalyticalPredictor(MARGIN)
     predictor.start(situation)
@@ -118,16 +100,10 @@ def grasp_samples(situation: GraspSituation, obj: GraspObject, rng: np.random.Ge
     out: dict[str, list] = {k: [] for k in ("wrench", "wrench_cmd", "q_d", "tau_m", "tau_cmd")}
     rejected = 0
     for _ in range(n):
-        closed_loop = near > 0 and rng.uniform() < near  # no draw at near = 0: the paper's samples stay bit for bit
-        if not closed_loop:
-            w_cmd = sample_wrench(obj, pose, rng)
-            command, _ = torque_command(model, w_cmd, MARGIN, delta0)
+        w_cmd = sample_wrench(obj, pose, rng)
+        command, _ = torque_command(model, w_cmd, MARGIN, delta0)
         for _ in range(MAX_DRAWS):
-            point, force = sample_force(obj, pose, rng)
-            w = point_wrench(point, force)
-            if closed_loop:
-                w_cmd = point_wrench(point, force + random_force(rng, NEAR_SPREAD))
-                command, _ = torque_command(model, w_cmd, MARGIN, delta0)
+            w = sample_wrench(obj, pose, rng)
             tau_m = equilibrium(model, command.q_offset, w, delta0)
             if tau_m is not None:
                 break
