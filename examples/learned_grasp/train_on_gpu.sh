@@ -2,7 +2,7 @@
 # The shipped learned-grasp weights, made on a machine with one GPU and 16 cores (docs/grasp.md).
 # The dataset grows on the CPU cores until END seconds (its shards are whole; it resumes). Each
 # run named RUN@START starts START seconds in, on the shards made by then, trains on the GPU
-# (float32, the runs share it) and is stopped at END (its last checkpoint counts). Runs: main and
+# (float32, the runs share it) and is stopped at END (its best network counts: best.eqx). Runs: main and
 # fast, the minimal-wrench estimator at learning rates 3e-4 and 1e-3; l2, its plain-L2 ablation;
 # pred, the torque predictor; fast8 and pred8, fast and pred with 8 samples per grasp and step
 # (`--per-grid 8`: the grid encoded once for 8 samples); half8, fast8 with the scale loss's
@@ -59,6 +59,7 @@ for state_file in sorted(w.glob("*/*/state.json")):
     name = f"{run.parent.name}/{run.name}"
     summary[name] = {"step": state["step"], "last": state["curves"][-1], "first": state["curves"][0], "constant": state["constant_val_loss"]}
     summary[name]["last_by_kind"] = state.get("val_by_kind", [[None, {}]])[-1]
+    summary[name]["best"], summary[name]["object_features"] = state.get("best"), state.get("object_features", [None])[-1]
     if run.name == "estimator" and any((w / "data" / "test").glob("*.npz")):  # a short TINY run may have no test objects
         net, _ = controller.load_run(run)
         summary[name]["quiet_test"] = ablation.quiet_force(net, w / "data", "test")

@@ -24,6 +24,11 @@ err = _console(stderr=True)
 out = _console()
 
 
+def warn(text: str) -> None:
+    """A warning on the messages console: a result that holds but may not be what it seems."""
+    err.print(text, style="bold yellow", markup=False, highlight=False, soft_wrap=True)
+
+
 def progress_bar(remaining: bool = False):
     """The commands' progress bar on stderr (description, bar, done of total, elapsed and, for
     long runs, remaining time); it disappears when done. Where stderr is not a terminal (a log

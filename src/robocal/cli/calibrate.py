@@ -14,7 +14,7 @@ from rich.table import Table
 
 from robocal.cli.options import csv_list, names
 from robocal.errors import RobocalError
-from robocal.terminal import err, out, progress_bar
+from robocal.terminal import err, out, progress_bar, warn
 
 if TYPE_CHECKING:
     from robocal.analysis.verdict import Level
@@ -164,9 +164,6 @@ def evaluate(
     calibrated robot against the true one, on a test set uniform in each fingertip's Cartesian
     workspace."""
     from robocal.evaluation import evaluate_files, evaluate_truth
-
-    def warn(text: str) -> None:
-        err.print(text, style="bold yellow", markup=False, highlight=False, soft_wrap=True)
 
     if (data is None) == (truth is None):
         raise RobocalError("give exactly one of --data (a data file) and --truth (the true robot)")

@@ -10,7 +10,7 @@ import typer
 
 from robocal.cli.options import csv_list
 from robocal.errors import RobocalError
-from robocal.terminal import out, progress_bar
+from robocal.terminal import out, progress_bar, warn
 
 app = typer.Typer(no_args_is_help=True, help="Grasp control of the DLR-Hand II in simulation.")
 
@@ -191,7 +191,7 @@ def grasp_train(
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
     from robocal.grasp.learned.controller import NETWORKS, load, save, with_runs
-    from robocal.grasp.learned.training import STATE, TrainConfig, train
+    from robocal.grasp.learned.training import STATE, TrainConfig, criterion, kept, train, warnings
     from robocal.outputs import preflight
 
     chosen = csv_list(networks, "--networks")
@@ -246,11 +246,15 @@ def grasp_train(
             state = train(config, data, out_dir / name, on_step, getattr(start, name) if start is not None else None)
         last, kinds = state["curves"][-1], state["val_by_kind"][-1][1] if state["val_by_kind"] else {}
         parts = "".join(f"{kind} grasps {value:.4g}, " for kind, value in kinds.items())
+        best_step = kept(state)[1]
+        best = f"; the run's result is step {best_step}'s network, {criterion(config)} {state['best'][1]:.4g}" if state.get("best") else ""
         out.print(
-            f"{name}: step {state['step']}, validation loss {last[2]:.4g} ({parts}best constant {state['constant_val_loss']:.4g}); {out_dir / name / 'curves.html'}",
+            f"{name}: step {state['step']}, validation loss {last[2]:.4g} ({parts}best constant {state['constant_val_loss']:.4g}){best}; {out_dir / name / 'curves.html'}",
             markup=False,
             highlight=False,
         )
+        for warning in warnings(state):
+            warn(f"warning: {name}: {warning}")
     if weights is not None:
         save(with_runs(out_dir, start) if start is not None else load(out_dir), weights)
         out.print(f"weights of both networks in {weights}", markup=False, highlight=False)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from robocal.errors import InputError
-from robocal.grasp.learned import dataset, training
+from robocal.grasp.learned import dataset, networks, training
 from robocal.grasp.learned.controller import load_run
 
 jax.config.update("jax_enable_x64", True)
@@ -47,12 +47,77 @@ def test_the_validation_loss_is_recorded_per_grasp_kind(tiny_dataset, tiny_run):
     for (_, means), row in zip(state["val_by_kind"], state["curves"]):
         assert set(means) == set(counts)
         assert sum(means[k] * n for k, n in counts.items()) / len(kinds) == pytest.approx(row[2], rel=1e-12)
-    model, saved = load_run(tiny_run[1])  # the network of the last point (step 100)
+    model, saved = load_run(tiny_run[1])  # the run's result: the network of its best point
     voxels, rows, inputs, targets = training.arrays(val, "predictor")
     features = training.encode(model, jnp.asarray(voxels))[rows]
     precision = kinds == "precision"
     batch = training.head_loss(model, training.loss_of(training.TrainConfig(**saved["config"])), features[precision], inputs[precision], targets[precision])
-    assert state["val_by_kind"][-1][1]["precision"] == pytest.approx(float(batch), rel=1e-12)
+    best_point = dict(state["val_by_kind"])[training.kept(state)[1]]
+    assert best_point["precision"] == pytest.approx(float(batch), rel=1e-12)
+
+
+def test_the_run_keeps_its_best_network(tiny_dataset, tiny_run, tmp_path):
+    """The state names the point of the lowest validation loss (the first of equals), and the
+    network `load_run` gives has that loss on the validation split, recomputed here. A
+    fine-tuning that only does harm (a learning rate of 0.3 on the trained network: every later
+    point above the start's) keeps the start network, bit for bit."""
+    state, folder = tiny_run
+    curves = np.array(state["curves"], dtype=float)
+    best = int(np.argmin(curves[:, 2]))
+    assert state["scores"] == [[row[0], row[2]] for row in state["curves"]]  # the predictor: judged by its validation loss
+    assert state["best"] == [int(curves[best, 0]), curves[best, 2]] and (folder / training.BEST).exists()
+    net, _ = load_run(folder)
+    config = training.TrainConfig(**state["config"])
+    val = training.on_device(training.arrays(dataset.load(tiny_dataset, "val"), config.network), config.precision)
+    assert training.evaluate(net, training.loss_of(config), val).mean() == pytest.approx(state["best"][1], rel=1e-12)
+    harm = training.TrainConfig(steps=10, init=str(folder), **{**SMALL, "learning_rate": 0.3, "eval_every": 2, "checkpoint_every": 5})
+    harmed = training.train(harm, tiny_dataset, tmp_path / "harm", start=net)
+    assert min(row[2] for row in harmed["curves"][1:]) > harmed["curves"][0][2]  # the test's premise: every step did harm
+    assert harmed["best"] == [0, harmed["curves"][0][2]] and training.kept(harmed) == (training.BEST, 0)
+    kept_net, _ = load_run(tmp_path / "harm")
+    for a, b in zip(jax.tree.leaves(kept_net), jax.tree.leaves(net)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dataset, tmp_path):
+    """`force_error` is the mean distance (N) between the applied force and the estimate shortened
+    to its scale, as computed here sample by sample through the whole network; a minimal-wrench
+    run's scores are that (its loss would prefer a network whose scale is too small), its best
+    the lowest; the predictor's scores are its validation losses."""
+    config = training.TrainConfig(steps=4, **{**SMALL, "network": "estimator", "eval_every": 2})
+    data = training.arrays(dataset.load(tiny_dataset, "val"), "estimator")
+    model = training.new_network(config, data[0].shape[1], data[2], data[3])
+    split = training.on_device(data, config.precision)
+    one_by_one = []
+    for grid, inputs, target in zip(data[0][data[1]], data[2], data[3]):
+        wrench, scale = (np.asarray(a) for a in networks.split_estimate(model(jnp.asarray(grid, dtype=float), jnp.asarray(inputs))))
+        one_by_one.append(np.linalg.norm(networks.capped(wrench, scale)[:3] - target[:3]))
+    features = training.encode_all(model, split[0])
+    assert training.force_error(model, features, split) == pytest.approx(np.mean(one_by_one), rel=1e-12)
+    assert training.criterion(config) == training.FORCE_ERROR and training.criterion(config.model_copy(update={"loss": "l2"})) == training.VALIDATION_LOSS
+    run = training.train(config, tiny_dataset, tmp_path / "estimator", start=model)
+    assert run["scores"][0] == [0, pytest.approx(np.mean(one_by_one), rel=1e-12)]
+    assert run["best"] == min(run["scores"], key=lambda point: point[1])
+
+
+def test_a_network_with_dead_convolutions_is_reported(tiny_dataset, tiny_run, tmp_path):
+    """Some of a trained network's object features vary across the validation grids; the same network
+    with its last convolution's biases at -1e6 (every unit off for every object: what a learning
+    rate too high leaves) has none that varies, and a run from it records so and warns, with the
+    step and the count."""
+    state, folder = tiny_run
+    net, _ = load_run(folder)
+    voxels = jnp.asarray(dataset.load(tiny_dataset, "val")["voxels"])
+    total = training.encode(net, voxels).shape[1]
+    assert state["object_features"][-1] == [100, training.varying_features(training.encode(net, voxels)), total]
+    assert training.varying_features(training.encode(net, voxels)) > 0 and training.warnings(state) == []
+    dead = eqx.tree_at(lambda m: m.net.convs[-1].bias, net, replace=jnp.full_like(net.net.convs[-1].bias, -1e6))
+    assert training.varying_features(training.encode(dead, voxels)) == 0
+    run = training.train(training.TrainConfig(steps=4, init="dead", **{**SMALL, "eval_every": 2}), tiny_dataset, tmp_path / "dead", start=dead)
+    assert [row[1] for row in run["object_features"]] == [0, 0, 0]  # no gradient reaches a unit that is off: they stay dead
+    (warning,) = training.warnings(run)
+    assert f"none of the {total} object features of the network of step {training.kept(run)[1]} varies" in warning
+    assert training.varying_features(np.ones((1, 5))) is None  # one grid: nothing to compare
 
 
 def test_a_resumed_run_takes_the_same_steps(tiny_dataset, tmp_path):
@@ -71,8 +136,9 @@ def test_a_resumed_run_takes_the_same_steps(tiny_dataset, tmp_path):
     assert json.loads((tmp_path / "resumed" / training.STATE).read_text())["step"] == 20
     resumed = training.train(config, tiny_dataset, tmp_path / "resumed")
     assert resumed["curves"][-1] == straight["curves"][-1]  # same losses to the last bit
-    a, b = ((tmp_path / name / training.CHECKPOINT).read_bytes() for name in ("straight", "resumed"))
-    assert a == b
+    for name in (training.CHECKPOINT, training.BEST):
+        assert (tmp_path / "straight" / name).read_bytes() == (tmp_path / "resumed" / name).read_bytes()
+    assert resumed["best"] == straight["best"]
     with pytest.raises(InputError, match="another configuration"):
         training.train(config.model_copy(update={"steps": 41}), tiny_dataset, tmp_path / "resumed")
 
@@ -175,7 +241,7 @@ def test_a_run_started_from_a_trained_network_begins_where_it_ended(tiny_dataset
     net, _ = load_run(folder)
     config = training.TrainConfig(steps=5, init=str(folder), **{**SMALL, "learning_rate": 1e-4, "eval_every": 5})
     tuned = training.train(config, tiny_dataset, tmp_path / "tuned", start=net)
-    np.testing.assert_allclose(tuned["curves"][0][2], state["curves"][-1][2], rtol=1e-12)
+    np.testing.assert_allclose(tuned["curves"][0][2], state["best"][1], rtol=1e-12)
     assert tuned["step"] == 5 and tuned["config"]["init"] == str(folder)
     wider = config.model_copy(update={"width": 32})
     with pytest.raises(InputError, match="not of the shape") as error:
@@ -199,7 +265,7 @@ def test_a_run_of_the_dense_layers_keeps_the_convolutions_and_learns(tiny_datase
     for a, b in zip(jax.tree.leaves(kept(after)), jax.tree.leaves(kept(net))):
         np.testing.assert_array_equal(a, b)
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(after.net.dense), jax.tree.leaves(net.net.dense)))
-    np.testing.assert_allclose(tuned["curves"][0][2], state["curves"][-1][2], rtol=1e-12)  # encoded once, the same loss
+    np.testing.assert_allclose(tuned["curves"][0][2], state["best"][1], rtol=1e-12)  # encoded once, the same loss
     assert tuned["curves"][-1][2] < tuned["curves"][0][2]
 
     def kill_at_45(step, total):

@@ -38,7 +38,7 @@ from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.observation import ObservationConfig, observe
-from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, read_leaves, read_state, trainable
+from robocal.grasp.learned.training import CHECKPOINT, STATE, Scaled, TrainConfig, in_precision, kept, read_leaves, read_state, trainable
 from robocal.grasp.simulation import GraspSituation
 from robocal.validation import read_json, validate_mapping
 
@@ -78,22 +78,27 @@ def save(models: Models, folder: Path) -> None:
 
 
 def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
-    """The network of one training run's checkpoint (a `train` output folder) and its state."""
+    """The result of one training run (a `train` output folder: the network `training.kept`
+    names, its best) and the run's state."""
     state = read_state(run)
     if state is None:
         raise InputError(Path(run) / STATE, "missing: not the output folder of a `robocal grasp train` run")
     config = TrainConfig(**state["config"])
     like = skeleton(config, state["grid"], n_joints)
-    opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, trainable(like, config.layers)))
-    net, _ = read_leaves(Path(run) / CHECKPOINT, (like, opt_state))
+    name, _ = kept(state)
+    if name == CHECKPOINT:
+        opt_state = optax.adam(config.learning_rate).init(eqx.filter(like, trainable(like, config.layers)))
+        net, _ = read_leaves(Path(run) / CHECKPOINT, (like, opt_state))
+    else:
+        net = read_leaves(Path(run) / name, like)
     return net, state
 
 
 def with_runs(folder: Path, base: Models, n_joints: int = 12) -> Models:
     """`base` with each network that a `grasp train` folder has a run of (`estimator/`,
     `predictor/`) replaced by that run's: the weights of a run that fine-tuned one network of
-    `base`. The run's configuration replaces the network's in the meta, its steps add to
-    `trained_steps` where the meta counts them."""
+    `base`. The run's configuration replaces the network's in the meta, the steps of its result
+    add to `trained_steps` where the meta counts them."""
     nets = {name: getattr(base, name) for name in NETWORKS}
     meta = json.loads(json.dumps(base.meta))  # a copy
     for name in NETWORKS:
@@ -101,7 +106,7 @@ def with_runs(folder: Path, base: Models, n_joints: int = 12) -> Models:
             nets[name], state = load_run(Path(folder) / name, n_joints)
             meta[name] = state["config"]
             if isinstance(meta.get("trained_steps"), dict):
-                meta["trained_steps"][name] = meta["trained_steps"].get(name, 0) + state["step"]
+                meta["trained_steps"][name] = meta["trained_steps"].get(name, 0) + kept(state)[1]
     return Models(nets["estimator"], nets["predictor"], base.observation, meta)
 
 
