@@ -178,7 +178,11 @@ def grasp_train(
     ] = None,
     init: Annotated[
         Path | None,
-        typer.Option("--init", help="start from the networks of this weights or `grasp train` folder (fine-tuning; same shapes), not from random weights"),
+        typer.Option(
+            "--init",
+            help="start from the networks of this weights folder, or of this `grasp train` folder's runs of the networks trained (fine-tuning; same shapes), "
+            "not from random weights",
+        ),
     ] = None,
     layers: Annotated[
         str,
@@ -190,7 +194,7 @@ def grasp_train(
 ) -> None:
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
-    from robocal.grasp.learned.controller import NETWORKS, load, save, with_runs
+    from robocal.grasp.learned.controller import NETWORKS, load, load_networks, save, with_runs
     from robocal.grasp.learned.training import STATE, TrainConfig, criterion, kept, train, warnings
     from robocal.outputs import preflight
 
@@ -215,7 +219,9 @@ def grasp_train(
     other_runs = all((out_dir / name / STATE).exists() for name in NETWORKS)  # the other network trained by an earlier call
     if weights is not None and init is None and set(chosen) != set(NETWORKS) and not other_runs:
         raise RobocalError(f"--weights with --networks {networks}: give --init, whose other network goes into the weights folder")
-    start = load(init) if init is not None else None  # unreadable weights: an error before anything is written
+    # unreadable weights are an error before anything is written; --weights takes the network not trained from --init
+    start = load_networks(init, tuple(chosen)) if init is not None else None
+    base = load(init) if init is not None and weights is not None else None
     if batch % per_grid:
         raise RobocalError(f"--per-grid: {per_grid} does not divide --batch {batch}")
     preflight(out_dir, [data / "manifest.json"])
@@ -243,7 +249,7 @@ def grasp_train(
             def on_step(done: int, total: int, bar=bar, task=task) -> None:  # bound now (B023); bar: rich's Progress or LoggedProgress
                 bar.update(task, completed=done)
 
-            state = train(config, data, out_dir / name, on_step, getattr(start, name) if start is not None else None)
+            state = train(config, data, out_dir / name, on_step, start[name] if start is not None else None)
         last, kinds = state["curves"][-1], state["val_by_kind"][-1][1] if state["val_by_kind"] else {}
         parts = "".join(f"{kind} grasps {value:.4g}, " for kind, value in kinds.items())
         best_step = kept(state)[1]
@@ -256,5 +262,5 @@ def grasp_train(
         for warning in warnings(state):
             warn(f"warning: {name}: {warning}")
     if weights is not None:
-        save(with_runs(out_dir, start) if start is not None else load(out_dir), weights)
+        save(with_runs(out_dir, base) if base is not None else load(out_dir), weights)
         out.print(f"weights of both networks in {weights}", markup=False, highlight=False)

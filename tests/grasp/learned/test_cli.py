@@ -1,6 +1,7 @@
 """Bad options of the learned controller's commands: one line naming the option, exit 2,
 before any work."""
 
+import json
 import sys
 
 import pytest
@@ -50,3 +51,31 @@ def test_in_a_process_of_its_own(tmp_path, args, named):
     robocal`: the exit status through the shell, nothing else on stderr."""
     run = robocal(*_arguments(args, tmp_path))
     _assert_refused(run.returncode, run.stderr, named, tmp_path)
+
+
+def test_a_folder_where_one_network_was_trained_starts_its_next_run(tiny_dataset, tmp_path, monkeypatch, capfd):
+    """`grasp train --networks estimator --init A`, where A holds only an estimator run: the new
+    run starts from A's result (its first validation loss is A's, recomputed), and prints which
+    step's network is its result; --weights from such a folder is refused before anything is
+    written, since the predictor it would need is not there."""
+    small = ["--data", str(tiny_dataset), "--networks", "estimator", "--batch", "16", "--width", "16", "--channels", "2,4,4,4", "--eval-every", "2"]
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["robocal", "grasp", "train", *small, *map(str, args)])
+        try:
+            cli.main()
+        except SystemExit as exit:
+            return exit.code
+        return 0
+
+    assert run("--steps", "4", "--out", tmp_path / "a") == 0
+    assert not (tmp_path / "a" / "predictor").exists()
+    first = json.loads((tmp_path / "a" / "estimator" / "state.json").read_text())
+    capfd.readouterr()
+    assert run("--steps", "2", "--init", tmp_path / "a", "--out", tmp_path / "b") == 0
+    assert "the run's result is step" in capfd.readouterr().out
+    second = json.loads((tmp_path / "b" / "estimator" / "state.json").read_text())
+    result = dict(first["scores"])[first["best"][0]]
+    assert second["scores"][0][1] == pytest.approx(result, rel=1e-12)
+    assert run("--steps", "2", "--init", tmp_path / "a", "--out", tmp_path / "c", "--weights", tmp_path / "w") == 2
+    assert "predictor" in capfd.readouterr().err and not (tmp_path / "c").exists() and not (tmp_path / "w").exists()

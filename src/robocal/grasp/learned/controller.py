@@ -16,6 +16,7 @@ encodes the grid once (the convolutions); a control cycle runs the dense layers 
 `Models` holds both networks with the observation they were trained on; `save` / `load` write
 and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
 reads a `robocal grasp train` output folder (its `estimator/` and `predictor/` runs);
+`load_networks` reads some networks of either (a folder where one network was trained);
 `with_runs` puts the runs of such a folder into other weights (one network fine-tuned).
 """
 
@@ -131,17 +132,31 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
         grid = described.observation.grid
         nets = {name: read_leaves(folder / f"{name}.eqx", skeleton(getattr(described, name), grid, n_joints)) for name in NETWORKS}
         return Models(nets["estimator"], nets["predictor"], described.observation, {k: v for k, v in meta.items() if k != "observation"})
-    runs = {name: folder / name for name in NETWORKS}
-    missing = [str(p / STATE) for p in runs.values() if not (p / STATE).exists()]
-    if missing:
-        raise InputError(folder, f"no learned weights here ({META}) and no training runs ({', '.join(missing)} missing)")
     nets, meta = {}, {}
-    for name, run in runs.items():
-        nets[name], state = load_run(run, n_joints)
+    for name, (nets[name], state) in runs_of(folder, NETWORKS, n_joints).items():
         meta[name] = state["config"]
         meta["dataset"] = state.get("dataset", {})
     side = meta["dataset"].get("side", ObservationConfig.side)
     return Models(nets["estimator"], nets["predictor"], ObservationConfig(grid=state["grid"], side=side), meta)
+
+
+def runs_of(folder: Path, names: tuple[str, ...], n_joints: int = 12) -> dict[str, tuple[Scaled, dict]]:
+    """`load_run` of each named network's run in a `grasp train` output folder; a missing run is an
+    InputError naming its state file."""
+    missing = [str(Path(folder) / name / STATE) for name in names if not (Path(folder) / name / STATE).exists()]
+    if missing:
+        raise InputError(folder, f"no learned weights here ({META}) and no training runs ({', '.join(missing)} missing)")
+    return {name: load_run(Path(folder) / name, n_joints) for name in names}
+
+
+def load_networks(folder: Path, names: tuple[str, ...], n_joints: int = 12) -> dict[str, Scaled]:
+    """The named networks of a weights folder, or of a `grasp train` output folder that holds runs
+    of those (only of those: a folder where one network was trained starts that network's next
+    run)."""
+    if (Path(folder) / META).exists():
+        models = load(Path(folder), n_joints)
+        return {name: getattr(models, name) for name in names}
+    return {name: net for name, (net, _) in runs_of(folder, names, n_joints).items()}
 
 
 _COMPILED: dict[int, tuple[Scaled, Callable, Callable]] = {}
