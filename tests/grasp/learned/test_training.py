@@ -83,7 +83,7 @@ def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dat
     """`force_error` is the mean distance (N) between the applied force and the estimate shortened
     to its scale, as computed here sample by sample through the whole network; a minimal-wrench
     run's scores are that (its loss would prefer a network whose scale is too small), its best
-    the lowest; the predictor's scores are its validation losses."""
+    the lowest; the L2 ablation is judged by its loss."""
     config = training.TrainConfig(steps=4, **{**SMALL, "network": "estimator", "eval_every": 2})
     data = training.arrays(dataset.load(tiny_dataset, "val"), "estimator")
     model = training.new_network(config, data[0].shape[1], data[2], data[3])

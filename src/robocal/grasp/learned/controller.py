@@ -133,8 +133,8 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
         nets = {name: read_leaves(folder / f"{name}.eqx", skeleton(getattr(described, name), grid, n_joints)) for name in NETWORKS}
         return Models(nets["estimator"], nets["predictor"], described.observation, {k: v for k, v in meta.items() if k != "observation"})
     nets, meta = {}, {}
-    for name, (nets[name], state) in runs_of(folder, NETWORKS, n_joints).items():
-        meta[name] = state["config"]
+    for name, (net, state) in runs_of(folder, NETWORKS, n_joints).items():
+        nets[name], meta[name] = net, state["config"]
         meta["dataset"] = state.get("dataset", {})
     side = meta["dataset"].get("side", ObservationConfig.side)
     return Models(nets["estimator"], nets["predictor"], ObservationConfig(grid=state["grid"], side=side), meta)
