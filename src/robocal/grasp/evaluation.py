@@ -57,13 +57,6 @@ class EvaluationConfig:
 
 
 @cache
-def _hand():
-    from robocal.grasp.hand import Hand
-
-    return Hand.load()
-
-
-@cache
 def _objects() -> dict:
     from robocal.grasp.objects import catalog
 
@@ -87,18 +80,20 @@ def grasps_for(config: EvaluationConfig, numbered: tuple[int, str]) -> list[dict
     and failures."""
     k, name = numbered
     from robocal.grasp.grasps import generate_grasps
+    from robocal.grasp.hand import default_hand
 
     half = -(-config.grasps // 2)  # as many power as precision grasps, until that many succeeded
     seed = int(np.random.SeedSequence([config.seed, k]).generate_state(1)[0])
-    attempts = generate_grasps(_hand(), _objects()[name], seed=seed, n_power=half, n_precision=half, gravity=config.gravity, until_ok=True)
+    attempts = generate_grasps(default_hand(), _objects()[name], seed=seed, n_power=half, n_precision=half, gravity=config.gravity, until_ok=True)
     return [{"object": name, "object_index": k, "attempt": i, "grasp": g} for i, g in enumerate(attempts)]
 
 
 def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
     """Every method's trials on one grasp, plus our controller's no-force trial."""
+    from robocal.grasp.hand import default_hand
     from robocal.grasp.simulation import ExternalForce, run_trial
 
-    hand, obj, grasp = _hand(), _objects()[entry["object"]], entry["grasp"]
+    hand, obj, grasp = default_hand(), _objects()[entry["object"]], entry["grasp"]
     key = (entry["object_index"], entry["attempt"])
     rng = _rng(config, *key)
     points, normals = obj.sample_surface(rng, config.forces)

@@ -13,7 +13,7 @@ simulator builder once, so there is nothing to compile.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +153,12 @@ class Hand:
             velocity = axis if joint.type == "prismatic" else np.cross(axis, point - frame[:3, 3])
             out[:, column[driver]] += gain * velocity
         return out
+
+
+@cache
+def default_hand() -> Hand:
+    """The packaged DLR-Hand II, read once per process (a Hand does not change)."""
+    return Hand.load()
 
 
 def _motion(axis, kind: str, value: float) -> np.ndarray:

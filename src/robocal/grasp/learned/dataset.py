@@ -61,14 +61,14 @@ def shard_path(out: Path, split: str, index: int) -> Path:
 def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
     """Write one object's shard (module docstring); returns its number of samples."""
     from robocal.grasp.grasps import generate_grasps
-    from robocal.grasp.hand import Hand
+    from robocal.grasp.hand import default_hand
     from robocal.grasp.learned.observation import observe
     from robocal.grasp.learned.procedural import procedural_object
     from robocal.grasp.learned.teacher import grasp_samples
     from robocal.grasp.simulation import situation
 
     split, index = job
-    hand, obj = Hand.load(), procedural_object(config.seed, index)
+    hand, obj = default_hand(), procedural_object(config.seed, index)
     sequence = np.random.SeedSequence([config.seed, index])
     grasp_seed, sample_seed = (int(s.generate_state(1)[0]) for s in sequence.spawn(2))
     rng = np.random.default_rng(sample_seed)
