@@ -18,7 +18,8 @@ import numpy as np
 
 from robocal.grasp.learned import ablation, controller, networks
 from robocal.grasp.learned.dataset import load
-from robocal.grasp.learned.training import Scaled, arrays, outputs
+from robocal.grasp.learned.networks import Scaled
+from robocal.grasp.learned.training import arrays, outputs
 
 
 def on_split(net: Scaled, data: dict, network: str) -> tuple[np.ndarray, np.ndarray]:

@@ -159,7 +159,9 @@ def grasp_dataset(
 
 @app.command("train")
 def grasp_train(
-    data: Annotated[Path, typer.Option("--data", help="a `grasp dataset` folder")],
+    data: Annotated[
+        list[Path], typer.Option("--data", help="a `grasp dataset` folder; repeated, several (one grid and side, other seeds), trained on together")
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="training folder: estimator/ and predictor/ runs (run again to resume)")] = Path("out/grasp_train"),
     networks: Annotated[str, typer.Option("--networks", help="comma-separated: estimator, predictor")] = "estimator,predictor",
     loss: Annotated[str, typer.Option("--loss", help="estimator loss: minimal_wrench or l2 (the ablation)")] = "minimal_wrench",
@@ -224,7 +226,7 @@ def grasp_train(
     base = load(init) if init is not None and weights is not None else None
     if batch % per_grid:
         raise RobocalError(f"--per-grid: {per_grid} does not divide --batch {batch}")
-    preflight(out_dir, [data / "manifest.json"])
+    preflight(out_dir, [folder / "manifest.json" for folder in data])
     for name in chosen:
         config = TrainConfig(
             network=name,

@@ -74,3 +74,34 @@ def test_a_damaged_shard_or_manifest_is_an_input_error_naming_the_file(tiny_data
     with pytest.raises(InputError, match="not valid JSON") as error:
         dataset.generate(CONFIG, copy)
     assert error.value.path == copy / dataset.MANIFEST and error.value.line == 2
+
+
+def test_several_folders_are_one_dataset_of_one_observation_and_other_objects(tiny_dataset, tmp_path):
+    """`load` of two folders: the first's arrays, then the second's, each sample still pointing at
+    its own grasp's grid. `read_manifests` refuses a folder of the same seed (the same objects) or
+    of another grid; a training run on both records both manifests."""
+    from robocal.grasp.learned import training
+
+    other = tmp_path / "other"
+    dataset.generate(CONFIG.model_copy(update={"seed": 4, "objects": 3, "samples": 5}), other, workers=1)
+    a, b, both = dataset.load(tiny_dataset, "train"), dataset.load(other, "train"), dataset.load([tiny_dataset, other], "train")
+    S, K = len(a["grasp"]), len(a["q_init"])
+    assert len(b["grasp"]) > 0 and len(both["grasp"]) == S + len(b["grasp"]) and len(both["q_init"]) == K + len(b["q_init"])
+    for key in ("wrench", "tau_m", "q_init", "voxels"):
+        np.testing.assert_array_equal(both[key], np.concatenate([a[key], b[key]]))
+    np.testing.assert_array_equal(both["voxels"][both["grasp"][S:]], b["voxels"][b["grasp"]])
+    np.testing.assert_array_equal(both["grasp"][:S], a["grasp"])
+    twin = tmp_path / "twin"
+    shutil.copytree(tiny_dataset, twin)
+    with pytest.raises(InputError, match="the same objects as") as error:
+        dataset.read_manifests([tiny_dataset, other, twin])
+    assert error.value.path == twin / dataset.MANIFEST
+    coarse = tmp_path / "coarse"
+    shutil.copytree(other, coarse)
+    (coarse / dataset.MANIFEST).write_text(json.dumps({**json.loads((other / dataset.MANIFEST).read_text()), "grid": 24}))
+    with pytest.raises(InputError, match="one observation") as error:
+        dataset.read_manifests([tiny_dataset, coarse])
+    assert error.value.path == coarse / dataset.MANIFEST
+    config = training.TrainConfig(network="predictor", steps=2, batch=8, width=16, channels=(2, 4, 4, 4), eval_every=2)
+    state = training.train(config, [tiny_dataset, other], tmp_path / "run")
+    assert state["datasets"] == [dataset.read_manifest(f).model_dump() for f in (tiny_dataset, other)]

@@ -22,7 +22,7 @@ import json
 import os
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -115,6 +115,27 @@ def read_manifest(out: Path) -> DatasetConfig:
     return load_json_model(Path(out) / MANIFEST, DatasetConfig)
 
 
+def read_manifests(folders: Sequence[Path]) -> list[DatasetConfig]:
+    """The configurations of dataset folders trained on together: one observation (grid and side:
+    the networks see one) and other objects (a folder of the same seed and family as another
+    holds the same objects); else an InputError naming the manifest."""
+    found: list[DatasetConfig] = []
+    for folder in folders:
+        config, manifest = read_manifest(folder), Path(folder) / MANIFEST
+        if found and config.observation() != found[0].observation():
+            first = found[0]
+            raise InputError(
+                manifest,
+                f"grid {config.grid}, side {config.side} m, where {Path(folders[0]) / MANIFEST} has grid {first.grid}, side {first.side} m: "
+                "the networks see one observation",
+            )
+        twin = next((Path(f) for f, c in zip(folders, found) if (c.seed, c.family) == (config.seed, config.family)), None)
+        if twin is not None:
+            raise InputError(manifest, f"the same objects as {twin} (seed {config.seed}): give dataset folders of different seeds")
+        found.append(config)
+    return found
+
+
 def _check_manifest(config: DatasetConfig, out: Path) -> None:
     manifest = Path(out) / MANIFEST
     if manifest.exists():
@@ -168,13 +189,15 @@ def read_shard(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-def load(out: Path, split: str) -> dict[str, np.ndarray]:
-    """Every shard of one split concatenated: the per-grasp arrays stacked and `grasp`
-    renumbered into them (keys as in the module docstring). Shards of another grid or number of
-    joints than the split's first are refused."""
-    files = sorted((Path(out) / split).glob("[0-9]*.npz"))
+def load(folders: Path | Sequence[Path], split: str) -> dict[str, np.ndarray]:
+    """Every shard of one split of a dataset folder, or of several (`read_manifests`),
+    concatenated: the per-grasp arrays stacked and `grasp` renumbered into them (keys as in the
+    module docstring). Shards of another grid or number of joints than the split's first are
+    refused."""
+    folders = [Path(folders)] if isinstance(folders, (str, Path)) else [Path(f) for f in folders]
+    files = [f for folder in folders for f in sorted((folder / split).glob("[0-9]*.npz"))]
     if not files:
-        raise InputError(Path(out) / split, "no shards (run `robocal grasp dataset` first)")
+        raise InputError(folders[0] / split, "no shards (run `robocal grasp dataset` first)")
     parts = [read_shard(f) for f in files]
     for f, p in zip(files, parts):
         if (p["voxels"].shape[-1], p["q_grasp"].shape[-1]) != (parts[0]["voxels"].shape[-1], parts[0]["q_grasp"].shape[-1]):

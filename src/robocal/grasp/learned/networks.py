@@ -10,6 +10,8 @@ inputs (joint angles, torques or a wrench); four dense layers (ReLU between them
   from which q_d = q_init + tau / k_p.
 
 `encode` may be run once per grasp and `head` every control cycle (same result as `__call__`).
+`Scaled` is a network with the input and output statistics of its training set (standardized
+inputs, outputs in SI units), as trained and shipped; `in_precision` casts its weights.
 """
 
 from __future__ import annotations
@@ -90,3 +92,30 @@ def capped(wrench: np.ndarray, scale: np.ndarray | float) -> np.ndarray:
     (torque with it), as the minimal-wrench loss trains it to be read."""
     force = np.sqrt(np.einsum("...i,...i->...", wrench[..., :3], wrench[..., :3]))
     return wrench * np.minimum(1.0, scale / np.maximum(force, TINY))[..., None]
+
+
+class Scaled(eqx.Module):
+    """A GraspNetwork with standardized inputs and scaled outputs (statistics of the training set)."""
+
+    net: GraspNetwork
+    x_mean: jnp.ndarray
+    x_std: jnp.ndarray
+    y_mean: jnp.ndarray
+    y_std: jnp.ndarray
+
+    def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
+        """Object features (F,) of a grid (G, G, G) of any dtype (computed in the weights' own)."""
+        return self.net.encode(voxels.astype(self.x_mean.dtype))
+
+    def head(self, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+        """Output in SI units (n_outputs,) from features (F,) and raw inputs (n_inputs,), in the
+        weights' dtype."""
+        return self.net.head(features, ((inputs - self.x_mean) / self.x_std).astype(self.x_mean.dtype)) * self.y_std + self.y_mean
+
+    def __call__(self, voxels: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
+        return self.head(self.encode(voxels), inputs)
+
+
+def in_precision(model: Scaled, precision: str) -> Scaled:
+    """The model with every float array in `precision` ("float64" or "float32")."""
+    return jax.tree.map(lambda leaf: leaf.astype(precision) if eqx.is_inexact_array(leaf) else leaf, model)

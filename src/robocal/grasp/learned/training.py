@@ -9,9 +9,9 @@
 - predictor: inputs (q_grasp, q_init, w') and the voxels, target the teacher's torques tau'
   (L2).
 
-Inputs are standardized and outputs scaled by the training set's statistics (`Scaled`, kept
-with the weights). The baseline every curve is compared with is the best constant: the
-training mean (for the minimal-wrench loss: the mean wrench with the t-quantile of the scales).
+Inputs are standardized and outputs scaled by the training set's statistics
+(`networks.Scaled`, kept with the weights). The baseline every curve is compared with is the
+best constant: the training mean (for the minimal-wrench loss: the mean wrench with the t-quantile of the scales).
 Adam (learning rate 3e-4, the paper's) on minibatches drawn with `jax.random.fold_in(key,
 step)` (`per_grid` > 1: groups of that many samples of one grasp, whose grid the step encodes
 once for the group; the convolutions are most of a step's work), so a run resumed from its
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned import losses, networks
 from robocal.grasp.learned.curves import write_curves
+from robocal.grasp.learned.networks import Scaled, in_precision
 from robocal.outputs import write_atomically
 from robocal.validation import Seed, read_json, validate_mapping
 
@@ -94,28 +95,6 @@ class TrainConfig(BaseModel):
         return self
 
 
-class Scaled(eqx.Module):
-    """A GraspNetwork with standardized inputs and scaled outputs (statistics of the training set)."""
-
-    net: networks.GraspNetwork
-    x_mean: jnp.ndarray
-    x_std: jnp.ndarray
-    y_mean: jnp.ndarray
-    y_std: jnp.ndarray
-
-    def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
-        """Object features (F,) of a grid (G, G, G) of any dtype (computed in the weights' own)."""
-        return self.net.encode(voxels.astype(self.x_mean.dtype))
-
-    def head(self, features: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
-        """Output in SI units (n_outputs,) from features (F,) and raw inputs (n_inputs,), in the
-        weights' dtype."""
-        return self.net.head(features, ((inputs - self.x_mean) / self.x_std).astype(self.x_mean.dtype)) * self.y_std + self.y_mean
-
-    def __call__(self, voxels: jnp.ndarray, inputs: jnp.ndarray) -> jnp.ndarray:
-        return self.head(self.encode(voxels), inputs)
-
-
 def arrays(data: dict[str, np.ndarray], network: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(voxels (K, G, G, G), grasp row per sample (S,), inputs (S, n), targets (S, m)) of one split."""
     g = data["grasp"]
@@ -139,11 +118,6 @@ def new_network(config: TrainConfig, grid: int, inputs: np.ndarray, targets: np.
         y_mean = np.r_[y_mean, 0.0]
         y_std = np.r_[y_std, np.mean(losses.ground_truth_scale(jnp.asarray(targets)))]
     return in_precision(Scaled(net, jnp.asarray(inputs.mean(axis=0)), jnp.asarray(x_std), jnp.asarray(y_mean), jnp.asarray(y_std)), config.precision)
-
-
-def in_precision(model: Scaled, precision: str) -> Scaled:
-    """The model with every float array in `precision` ("float64" or "float32")."""
-    return jax.tree.map(lambda leaf: leaf.astype(precision) if eqx.is_inexact_array(leaf) else leaf, model)
 
 
 def loss_of(config: TrainConfig) -> Callable:
@@ -408,8 +382,10 @@ def _same_shapes(a: Scaled, b: Scaled) -> bool:
         return False
 
 
-def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, int], None] | None = None, start: Scaled | None = None) -> dict:
-    """Train (or resume) one network; returns the state: config, step, curves (step, mean
+def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress: Callable[[int, int], None] | None = None, start: Scaled | None = None) -> dict:
+    """Train (or resume) one network on a dataset folder, or on several (`dataset.read_manifests`);
+    returns the state: config, dataset (the first folder's manifest), datasets (every folder's),
+    step, curves (step, mean
     training loss since the last point (None at step 0), validation loss), val_by_kind (step,
     validation loss per grasp kind), object_features (step, how many vary across the validation
     grids or None, how many there are), scores (step, the `criterion`'s value), best (step,
@@ -417,17 +393,19 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
     network a new run begins from, with its input and output statistics (fine-tuning;
     `config.init` says where it came from), instead of random weights with this training set's
     statistics."""
-    from robocal.grasp.learned.dataset import MANIFEST, load, read_manifest
+    from robocal.grasp.learned.dataset import MANIFEST, load, read_manifests
 
     out = Path(out)
-    manifest = read_manifest(data)
-    loaded = {split: load(data, split) for split in ("train", "val")}
+    folders = [Path(data)] if isinstance(data, (str, Path)) else [Path(d) for d in data]
+    manifests = read_manifests(folders)
+    manifest = manifests[0]
+    loaded = {split: load(folders, split) for split in ("train", "val")}
     train_arrays, val_arrays = (arrays(loaded[split], config.network) for split in ("train", "val"))
     val_kinds = loaded["val"]["kind"][loaded["val"]["grasp"]]
     grid = manifest.grid
     for split, (voxels, *_) in (("train", train_arrays), ("val", val_arrays)):
         if voxels.shape[1:] != (grid,) * 3:
-            raise InputError(Path(data) / split, f"grids of {voxels.shape[1]} voxels where {Path(data) / MANIFEST} says {grid}")
+            raise InputError(folders[0] / split, f"grids of {voxels.shape[1]} voxels where {folders[0] / MANIFEST} says {grid}")
     train_split, val_split = on_device(train_arrays, config.precision), on_device(val_arrays, config.precision)
     loss = loss_of(config)
     optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid, config.layers)
@@ -466,6 +444,7 @@ def train(config: TrainConfig, data: Path, out: Path, progress: Callable[[int, i
         state: dict[str, Any] = {
             "config": config.model_dump(mode="json"),
             "dataset": manifest.model_dump(),
+            "datasets": [m.model_dump() for m in manifests],
             "grid": grid,
             "step": 0,
             "curves": [],
