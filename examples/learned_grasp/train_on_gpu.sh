@@ -10,7 +10,10 @@
 # estimator's convolutions died in both leases: docs/grasp.md); tune8, half8 fine-tuning every
 # layer of the shipped estimator (not in TINY mode: other shapes; its convolutions are dead, so
 # only its dense layers can learn). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
-# this script, same options). Then each estimator's quiet-force figures on the test split.
+# this script, same options). DATASET_END=S stops the dataset at S seconds (default END), so that the
+# runs that start then have every core. CARRIED=DIR (a folder of examples/learned_grasp/carry.py pack,
+# carried along) is unpacked and trained on beside the dataset made here (`--data` twice; another
+# seed). Then each estimator's quiet-force figures on the test split.
 # Results: $OUT/summary.json, one tar per run, the logs. TINY=1 runs the same steps on a CPU.
 # Usage: bash examples/learned_grasp/train_on_gpu.sh OBJECTS END RUN@START [RUN@START ...]
 set -u
@@ -34,15 +37,17 @@ declare -A OPTIONS=([main]="--networks estimator --learning-rate 3e-4" [fast]="-
 for run in "${RUNS[@]}"; do [ -n "${OPTIONS[${run%@*}]:-}" ] || { echo "unknown run ${run%@*}"; exit 2; }; done
 shards() { for s in train val test; do echo -n "$(ls $W/data/$s 2>/dev/null | wc -l) $s "; done; }
 
-log "dataset: $OBJECTS objects, grid $GRID, $WORKERS workers, until +$END s"
-JAX_PLATFORMS=cpu timeout -s INT $((END - (SECONDS - T0))) $PY -m robocal grasp dataset --out $W/data --objects $OBJECTS --grid $GRID --seed 0 --workers $WORKERS > $W/dataset.log 2>&1 &
+log "dataset: $OBJECTS objects, grid $GRID, $WORKERS workers, until +${DATASET_END:-$END} s"
+JAX_PLATFORMS=cpu timeout -s INT $((${DATASET_END:-$END} - (SECONDS - T0))) $PY -m robocal grasp dataset --out $W/data --objects $OBJECTS --grid $GRID --seed 0 --workers $WORKERS > $W/dataset.log 2>&1 &
+DATA="--data $W/data"
+if [ -n "${CARRIED:-}" ]; then $PY examples/learned_grasp/carry.py unpack "$CARRIED" $W/carried || exit 4; DATA="$DATA --data $W/carried"; fi
 export XLA_PYTHON_CLIENT_MEM_FRACTION=0.15
 train() { # name, start
   local name=$1 start=$2
   [ -n "${RESUME:-}" ] && [ -d "$RESUME/$name" ] && cp -r "$RESUME/$name" $W/ && log "$name resumes $(ls $W/$name)"
   [ $((start - (SECONDS - T0))) -gt 0 ] && sleep $((start - (SECONDS - T0)))
   log "$name starts on $(shards)shards"
-  timeout -s INT $((END - (SECONDS - T0))) $PY -m robocal grasp train --data $W/data --out $W/$name --precision float32 --seed 0 $STEPS ${OPTIONS[$name]} > $W/$name.log 2>&1
+  timeout -s INT $((END - (SECONDS - T0))) $PY -m robocal grasp train $DATA --out $W/$name --precision float32 --seed 0 $STEPS ${OPTIONS[$name]} > $W/$name.log 2>&1
   log "$name stopped (rc $?)"; tail -c 300 $W/$name.log
 }
 for run in "${RUNS[@]}"; do train "${run%@*}" "${run#*@}" & done
