@@ -385,9 +385,8 @@ def _same_shapes(a: Scaled, b: Scaled) -> bool:
 def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress: Callable[[int, int], None] | None = None, start: Scaled | None = None) -> dict:
     """Train (or resume) one network on a dataset folder, or on several (`dataset.read_manifests`);
     returns the state: config, dataset (the first folder's manifest), datasets (every folder's),
-    step, curves (step, mean
-    training loss since the last point (None at step 0), validation loss), val_by_kind (step,
-    validation loss per grasp kind), object_features (step, how many vary across the validation
+    step, curves (step, mean training loss since the last point (None at step 0), validation
+    loss), val_by_kind (step, validation loss per grasp kind), object_features (step, how many vary across the validation
     grids or None, how many there are), scores (step, the `criterion`'s value), best (step,
     score of the network in `BEST`) and the constant baseline's validation loss. `start`: the
     network a new run begins from, with its input and output statistics (fine-tuning;
