@@ -98,3 +98,22 @@ def test_a_killed_worker_is_an_error_not_a_hang():
     finally:
         child.kill()
     assert child.returncode == 2 and "a worker process ended abruptly" in out, out
+
+
+def _environment(name: str) -> tuple[str, str | None]:
+    return name, os.environ.get(name)
+
+
+def test_workers_run_their_blas_on_one_thread_unless_told_otherwise(monkeypatch):
+    """In worker processes each BLAS library gets one thread (`workers.THREADS`), except where the
+    user's environment set a number, which stands; the parent's environment is as before after
+    the pool (docs/benchmarks.md: the dataset is a third faster so)."""
+    from robocal.workers import THREADS, worker_pool
+
+    for name in THREADS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    with worker_pool(2) as pool:
+        seen = dict(pool.map(_environment, THREADS))
+    assert seen == {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "1"}
+    assert [os.environ.get(name) for name in THREADS] == [None, "3", None]

@@ -6,10 +6,15 @@ waits (a Ctrl-C that lands inside the executor's own locks can leave them half r
 pool deadlocked: the process then never exits), and ending the block with an error terminates
 the workers, so an interrupted run stops at once and leaves none behind. A worker that dies
 (killed from outside, out of memory) is an error naming that, not a bug.
+
+The workers' BLAS libraries run one thread each (unless the environment already says how many):
+the workers fill the cores, and the small matrices of a simulation gain nothing from threads
+that only contend for them.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -22,6 +27,7 @@ from typing import Any
 from robocal.errors import RobocalError
 
 POLL = 0.2  # s: how often the parent looks for a Ctrl-C while it waits for results
+THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # set to 1 for the workers
 
 
 class Inline:
@@ -81,6 +87,8 @@ def worker_pool(workers: int) -> Iterator[Inline | Pool]:
     if workers == 1:
         yield Inline()
         return
+    added = [name for name in THREADS if name not in os.environ]  # the workers start within the block and inherit them
+    os.environ.update(dict.fromkeys(added, "1"))
     pool = Pool(workers)
     try:
         yield pool
@@ -89,3 +97,5 @@ def worker_pool(workers: int) -> Iterator[Inline | Pool]:
         raise
     finally:
         pool.executor.shutdown(cancel_futures=True)
+        for name in added:
+            os.environ.pop(name, None)
