@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robocal.grasp.learned.dataset import MANIFEST, SPLITS, read_shard, shard_path
+from robocal.grasp.learned.dataset import MANIFEST, SPLITS, read_shard, write_shard
 
 FLOATS = ("q_grasp", "q_init", "wrench", "wrench_cmd", "q_d", "tau_m", "tau_cmd")
 
@@ -51,9 +51,7 @@ def unpack(source: Path, target: Path) -> int:
                 shard.update({key: packed[f"{stem}/{key}"].astype(np.float64) for key in FLOATS})
                 bits = packed[f"{stem}/voxels"]  # (K, G, G, G / 8 rounded up)
                 shard["voxels"] = np.unpackbits(bits, axis=-1, count=bits.shape[1])
-                path = shard_path(target, split, int(stem))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.savez(path, **shard)
+                write_shard(target, split, int(stem), shard)
                 made += 1
     return made
 

@@ -94,12 +94,17 @@ def make_shard(config: DatasetConfig, out: Path, job: tuple[str, int]) -> int:
     }
     for key, width in (("wrench", 6), ("wrench_cmd", 6), ("q_d", L), ("tau_m", L), ("tau_cmd", L)):
         arrays[key] = np.concatenate([getattr(s, key) for s in sample_rows] or [np.zeros((0, width))])
+    write_shard(out, split, index, arrays)
+    return len(arrays["grasp"])
+
+
+def write_shard(out: Path, split: str, index: int, arrays: dict[str, np.ndarray]) -> None:
+    """One shard's arrays (module docstring) written aside and renamed into place."""
     target = shard_path(out, split, index)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial_file = target.with_name(f".{target.stem}.partial.npz")
     np.savez_compressed(partial_file, **arrays)  # type: ignore[arg-type]  # numpy stubs: **arrays might also fill allow_pickle: bool
     os.replace(partial_file, target)
-    return len(arrays["grasp"])
 
 
 def jobs(config: DatasetConfig) -> list[tuple[str, int]]:
