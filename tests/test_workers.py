@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.processes import gone, spawned_workers
+
 CHILD = """
 import sys, time
 from robocal.errors import RobocalError
@@ -30,39 +32,6 @@ except RobocalError as exc:
 """
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _workers(pid: int) -> list[int]:
-    """The pool's worker processes among the children (not multiprocessing's resource tracker,
-    which leaves by itself once the parent has gone)."""
-    return [w for w in _children(pid) if "spawn_main" in Path(f"/proc/{w}/cmdline").read_text()]
-
-
-def _gone(pids: list[int], within: float = 5.0) -> bool:
-    """Whether every process of `pids` has ended (or is a zombie) within `within` seconds."""
-    deadline = time.monotonic() + within
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not any(_alive(p) for p in pids)
-
-
 def _start() -> subprocess.Popen:
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert child.stdout is not None
@@ -75,7 +44,7 @@ def _start() -> subprocess.Popen:
 def test_ctrl_c_ends_the_run_at_once_and_leaves_no_worker(trial):
     rng = np.random.default_rng(trial)
     child = _start()
-    workers = _workers(child.pid)
+    workers = spawned_workers(child.pid)
     time.sleep(rng.uniform(0.0, 0.6))  # anywhere in the wait for results
     if trial % 2:
         os.killpg(child.pid, signal.SIGINT)  # a terminal's Ctrl-C: the workers get it too
@@ -86,13 +55,13 @@ def test_ctrl_c_ends_the_run_at_once_and_leaves_no_worker(trial):
     finally:
         child.kill()
     assert child.returncode == 130 and out.strip().endswith("interrupted"), out
-    assert len(workers) == 2 and _gone(workers)
+    assert len(workers) == 2 and gone(workers)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc (Linux)")
 def test_a_killed_worker_is_an_error_not_a_hang():
     child = _start()
-    os.kill(_workers(child.pid)[0], signal.SIGKILL)
+    os.kill(spawned_workers(child.pid)[0], signal.SIGKILL)
     try:
         out, _ = child.communicate(timeout=20)
     finally:
@@ -117,3 +86,16 @@ def test_workers_run_their_blas_on_one_thread_unless_told_otherwise(monkeypatch)
         seen = dict(pool.map(_environment, THREADS))
     assert seen == {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "1"}
     assert [os.environ.get(name) for name in THREADS] == [None, "3", None]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc (Linux)")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_workers_end_with_their_parent(signum):
+    """A parent ended from outside (`kill`, a scheduler, the OOM killer) takes no part in the
+    shutdown; its workers must not go on without it (they did: after a `kill` of `robocal grasp
+    dataset`, its two workers went on for 50 minutes at a quarter of a core each)."""
+    child = _start()
+    workers = spawned_workers(child.pid)
+    os.kill(child.pid, signum)
+    child.wait(timeout=20)
+    assert len(workers) == 2 and gone(workers)

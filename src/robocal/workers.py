@@ -4,8 +4,11 @@ one map over items whose results come back as they finish, or in this process fo
 Stopping is part of the design. The workers ignore Ctrl-C; the parent takes it only between
 waits (a Ctrl-C that lands inside the executor's own locks can leave them half released and the
 pool deadlocked: the process then never exits), and ending the block with an error terminates
-the workers, so an interrupted run stops at once and leaves none behind. A worker that dies
-(killed from outside, out of memory) is an error naming that, not a bug.
+the workers, so an interrupted run stops at once and leaves none behind. A parent that ends
+without a shutdown (`kill`, SIGKILL, the OOM killer) takes its workers with it: each watches its
+parent (`end_with_parent`), where before they went on, idle or spinning, with nobody to take
+their results. A worker that dies (killed from outside, out of memory) is an error naming that,
+not a bug.
 
 The workers' BLAS libraries run one thread each (unless the environment already says how many):
 the workers fill the cores, and the small matrices of a simulation gain nothing from threads
@@ -21,7 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from multiprocessing import get_context
+from multiprocessing import get_context, parent_process
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from robocal.errors import RobocalError
@@ -37,8 +41,23 @@ class Inline:
         return (fn(item) for item in items)
 
 
-def _ignore_interrupt() -> None:
+def end_with_parent() -> None:
+    """In a process started by multiprocessing (a pool's initializer): exit as soon as the parent
+    process has ended, however it ended. A daemon thread waits on the parent's sentinel, which
+    the operating system readies when the parent goes."""
+    parent = parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_after, args=(parent,), name="end-with-parent", daemon=True).start()
+
+
+def _exit_after(process: BaseProcess) -> None:
+    process.join()
+    os._exit(1)
+
+
+def _start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent()
 
 
 @contextmanager
@@ -59,7 +78,7 @@ class Pool:
     """Worker processes (spawned: the parent may hold JAX's threads), results as they come."""
 
     def __init__(self, workers: int):
-        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_ignore_interrupt)
+        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_start_worker)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         pending = {self.executor.submit(fn, item) for item in items}

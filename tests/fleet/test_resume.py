@@ -1,10 +1,12 @@
 """`fleet run` killed with SIGKILL at random points, then restarted: every session ends with exactly
 one result, none lost, none stored twice (the job code is a slow stand-in, so a kill lands mid-run).
 In this process (10 trials) and with the process pool (5 trials, the whole process group killed:
-the run and its workers, as a power cut would)."""
+the run and its workers, as a power cut would). A run killed alone takes its pool's workers with
+it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from robocal.fleet.engine import run
 from robocal.fleet.store import open_store
@@ -20,6 +23,7 @@ from robocal.fleet.store.jobs import counts
 from robocal.fleet.store.models import Result
 from robocal.fleet.store.sessions import ingest
 from tests.fleet.test_store import assert_each_session_once, make_fleet, wait_for_leases
+from tests.processes import gone, spawned_workers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,3 +101,22 @@ def test_pool_sigkill_at_random_points(tmp_path):
     wait_for_leases(engine)
     run(engine, work=slow_work)
     assert_each_session_once(engine, 50)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc (Linux)")
+def test_pool_workers_end_with_a_run_killed_alone(tmp_path):
+    db = tmp_path / "robocal.db"
+    engine = open_store(db, create=True)
+    make_fleet(tmp_path / "batch", 100)  # 5 s of work for two workers: the kill lands mid-run
+    ingest(engine, tmp_path / "batch")
+    child = subprocess.Popen([sys.executable, "-c", POOL_RUNNER, str(db)], cwd=REPO, env=os.environ | {"JAX_PLATFORMS": "cpu"}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60.0
+        while len(workers := spawned_workers(child.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)  # the run alone, not its process group
+        child.wait()
+        assert child.returncode == -signal.SIGKILL and len(workers) == 2 and gone(workers, within=10.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # whatever is left of the group, if the test failed

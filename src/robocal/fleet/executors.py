@@ -29,6 +29,7 @@ from sqlalchemy import Engine
 
 from robocal.errors import RobocalError
 from robocal.fleet.work import Outcome, Work, run_chunk
+from robocal.workers import end_with_parent
 
 KINDS = ("inprocess", "pool", "ray")
 RAY_MISSING = "--engine ray needs Ray, which is not installed: pip install 'robocal[ray]'"
@@ -78,11 +79,12 @@ class InProcess:
 
 
 class Pool:
-    """`workers` spawned processes (the parent may hold JAX's threads), two chunks in flight per worker."""
+    """`workers` spawned processes (the parent may hold JAX's threads), two chunks in flight per
+    worker; they end with the run, however it ends (`end_with_parent`)."""
 
     def __init__(self, engine: Engine, workers: int):
         self.url, self.cache, self.depth = engine.url.render_as_string(hide_password=False), _compilation_cache(), 2 * workers
-        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        self.executor = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=end_with_parent)
         self.futures: dict[int, Future] = {}
         self.keys = itertools.count()
 

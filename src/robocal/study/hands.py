@@ -58,6 +58,7 @@ from robocal.simulation.perturb import perturb_parameters
 from robocal.simulation.sampling import sample_configurations
 from robocal.simulation.testset import uniform_cartesian_test_set
 from robocal.solver import solve_many
+from robocal.workers import end_with_parent
 
 MEASUREMENTS = ("contact", "cartesian")
 STRATEGIES = ("random", "greedy", "detmax")
@@ -226,6 +227,7 @@ _worker: HandStudy | None = None
 
 def _init_worker(config: StudyConfig, cache: bool) -> None:
     global _worker
+    end_with_parent()
     if cache:  # as the parent: compiled functions are shared through the disk cache
         from robocal.runtime import enable_compilation_cache
 
