@@ -1,7 +1,8 @@
 """The worker pool stops cleanly: a Ctrl-C (to the whole process group, as a terminal sends it,
 or to the parent alone, as `timeout -s INT` does) ends the run within seconds with no worker
-left, whenever it lands; a worker killed from outside is an error naming that. Each trial runs a
-pool of two workers sleeping 0.3 s per item in a child process (bounded: 20 s per trial)."""
+left, whenever it lands; a parent killed from outside takes its workers with it; a worker killed
+from outside is an error naming that. Each trial runs a pool of two workers sleeping 0.3 s per
+item in a child process (bounded: 20 s per trial)."""
 
 import os
 import signal
