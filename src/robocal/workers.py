@@ -6,9 +6,8 @@ waits (a Ctrl-C that lands inside the executor's own locks can leave them half r
 pool deadlocked: the process then never exits), and ending the block with an error terminates
 the workers, so an interrupted run stops at once and leaves none behind. A parent that ends
 without a shutdown (`kill`, SIGKILL, the OOM killer) takes its workers with it: each watches its
-parent (`end_with_parent`), where before they went on, idle or spinning, with nobody to take
-their results. A worker that dies (killed from outside, out of memory) is an error naming that,
-not a bug.
+parent (`end_with_parent`). A worker that dies (killed from outside, out of memory) is an error
+naming that, not a bug.
 
 The workers' BLAS libraries run one thread each (unless the environment already says how many):
 the workers fill the cores, and the small matrices of a simulation gain nothing from threads
