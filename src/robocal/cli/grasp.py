@@ -47,6 +47,14 @@ def grasp_evaluate(
     kinds: Annotated[
         str, typer.Option("--kinds", help="comma-separated kinds of grasp evaluated: power, precision (the same grasps as with both)")
     ] = "power,precision",
+    predictor_roll: Annotated[
+        int | None,
+        typer.Option(
+            "--predictor-roll",
+            min=0,
+            help="the learned predictor's torques averaged over the object's grid rolled this many voxels along x, y, z both ways (0: the grid as seen; default: the weights' own)",
+        ),
+    ] = None,
 ) -> None:
     """The grasp-controller paper's simulated evaluation: per grasp, forces pushing on random
     surface points (10 N, 5 N for precision grasps) ramped over 4 s and held 4 s; a grasp breaks
@@ -74,7 +82,8 @@ def grasp_evaluate(
 
         if controller not in CONTROLLERS:
             raise RobocalError(f"--controller: unknown '{controller}' (analytical, {', '.join(CONTROLLERS)})")
-        load(weights) if weights else load()
+        models = load(weights) if weights else load()
+        predictor_roll = models.predictor_roll if predictor_roll is None else predictor_roll  # recorded in results.json
     config = EvaluationConfig(
         objects=() if objects is None else csv_list(objects, "--objects"),
         grasps=grasps,
@@ -89,6 +98,7 @@ def grasp_evaluate(
         hold=hold,
         controller=controller,
         weights=str(weights or ""),
+        predictor_roll=predictor_roll,
         kinds=chosen_kinds,
     )
     object_names(config)  # unknown names are an error before anything runs

@@ -1,3 +1,4 @@
+import shutil
 from types import SimpleNamespace
 
 import jax
@@ -102,3 +103,44 @@ def test_damaged_weights_are_input_errors_naming_file_line_and_field(trained, tm
     with pytest.raises(InputError, match="cut short") as error:
         controller.load(folder)
     assert error.value.path == folder / "predictor.eqx"
+
+
+def test_rolled_grids_are_the_object_moved_one_way_or_the_other_along_each_axis():
+    voxels = np.zeros((16, 16, 16), np.uint8)
+    voxels[7, 8, 9] = 1
+    grids = controller.rolled(voxels, 2)
+    assert grids.shape == (8, 16, 16, 16) and grids.sum() == 8
+    moved = {tuple(int(i) for i in np.argwhere(grid)[0]) for grid in grids}
+    assert moved == {(7 + 2 * a, 8 + 2 * b, 9 + 2 * c) for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)}
+    np.testing.assert_array_equal(controller.rolled(voxels, 0), voxels[None])
+
+
+def test_the_predictor_with_a_roll_takes_the_mean_of_its_torques_on_the_rolled_grids(trained):
+    """The batched call against the network run on each rolled grid alone; roll 0 is the network
+    on the grid as seen, bit for bit."""
+    models = controller.load(trained)
+    rng = np.random.default_rng(3)
+    voxels = np.zeros((16, 16, 16), np.uint8)
+    voxels[4:12, 5:11, 4:13] = rng.uniform(size=(8, 6, 9)) > 0.3  # the border empty, as on the grids of `observe`
+    situation, w = _situation(rng), rng.normal(size=6)
+    inputs = np.r_[situation.grasp.q_grasp, situation.grasp.q_init, w]
+    single = [np.asarray(models.predictor(grid.astype(float), inputs)) for grid in controller.rolled(voxels, 1)]
+    for roll, want in ((1, np.mean(single, axis=0)), (0, np.asarray(models.predictor(voxels.astype(float), inputs)))):
+        predictor = controller.LearnedPredictor(models.predictor, voxels, roll)
+        predictor.start(situation)
+        np.testing.assert_allclose(predictor.offsets(w), np.clip(want, -2.0, 2.0) / KP, rtol=1e-12, atol=1e-15)
+    assert np.abs(single[0] - single[-1]).max() > 1e-6  # the rolls are seen: the mean is not any one of them
+
+
+def test_the_predictor_roll_is_kept_with_the_weights(trained, tmp_path):
+    models = controller.load(trained)
+    assert models.predictor_roll == 0  # a training folder: the grid as seen
+    controller.save(controller.Models(models.estimator, models.predictor, models.observation, models.meta, predictor_roll=2), tmp_path / "w")
+    assert controller.load(tmp_path / "w").predictor_roll == 2
+    assert controller.with_runs(tmp_path / "none", controller.load(tmp_path / "w")).predictor_roll == 2
+    shutil.copytree(tmp_path / "w", tmp_path / "bad")  # another folder: `load` is cached per folder
+    meta = (tmp_path / "bad" / controller.META).read_text()
+    (tmp_path / "bad" / controller.META).write_text(meta.replace('"predictor_roll": 2', '"predictor_roll": -1'))
+    with pytest.raises(InputError) as error:
+        controller.load(tmp_path / "bad")
+    assert error.value.field == "predictor_roll"

@@ -11,7 +11,10 @@ encodes the grid once (the convolutions); a control cycle runs the dense layers 
   claims more than that);
 - predictor: the network's torques tau, each within the hand's effort limit; offsets tau / kp
   (the paper's q_d = q_init + tau / kp: the joint motion dq is small against tau / kp when
-  kp << c).
+  kp << c). With `predictor_roll` k > 0 (learned.json), tau is the mean of the network's torques
+  on the grid rolled by k voxels along x, y and z both ways (the 8 corners; `rolled`): the object
+  seen moved by k voxels, which the grid's empty border lets it be without wrapping. The 8 grids
+  are encoded once per grasp and the 8 heads run as one batched call.
 
 `Models` holds both networks with the observation they were trained on; `save` / `load` write
 and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
@@ -22,6 +25,7 @@ reads a `robocal grasp train` output folder (its `estimator/` and `predictor/` r
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -33,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
@@ -55,6 +59,7 @@ class Models:
     predictor: Scaled
     observation: ObservationConfig
     meta: dict = field(default_factory=dict)  # training configurations, dataset, how made
+    predictor_roll: int = 0  # voxels; the predictor's torques averaged over the grid rolled this far (module doc); 0: the grid as seen
 
 
 def skeleton(config: TrainConfig, grid: int, n_joints: int) -> Scaled:
@@ -76,7 +81,7 @@ def save(models: Models, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in NETWORKS:
         eqx.tree_serialise_leaves(folder / f"{name}.eqx", getattr(models, name))
-    (folder / META).write_text(json.dumps({"observation": asdict(models.observation), **models.meta}, indent=1))
+    (folder / META).write_text(json.dumps({"observation": asdict(models.observation), "predictor_roll": models.predictor_roll, **models.meta}, indent=1))
 
 
 def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
@@ -109,7 +114,7 @@ def with_runs(folder: Path, base: Models, n_joints: int = 12) -> Models:
             meta[name] = state["config"]
             if isinstance(meta.get("trained_steps"), dict):
                 meta["trained_steps"][name] = meta["trained_steps"].get(name, 0) + kept(state)[1]
-    return Models(nets["estimator"], nets["predictor"], base.observation, meta)
+    return Models(nets["estimator"], nets["predictor"], base.observation, meta, base.predictor_roll)
 
 
 class WeightsFile(BaseModel):
@@ -121,6 +126,7 @@ class WeightsFile(BaseModel):
     observation: ObservationConfig
     estimator: TrainConfig
     predictor: TrainConfig
+    predictor_roll: int = Field(0, ge=0, description="voxels: the predictor's torques averaged over the grid rolled this far both ways along x, y, z")
 
 
 @cache
@@ -132,7 +138,8 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
         described = validate_mapping(folder / META, meta, WeightsFile)
         grid = described.observation.grid
         nets = {name: read_leaves(folder / f"{name}.eqx", skeleton(getattr(described, name), grid, n_joints)) for name in NETWORKS}
-        return Models(nets["estimator"], nets["predictor"], described.observation, {k: v for k, v in meta.items() if k != "observation"})
+        made = {k: v for k, v in meta.items() if k not in ("observation", "predictor_roll")}
+        return Models(nets["estimator"], nets["predictor"], described.observation, made, described.predictor_roll)
     nets, meta = {}, {}
     for name, (net, state) in runs_of(folder, NETWORKS, n_joints).items():
         nets[name], meta[name] = net, state["config"]
@@ -164,13 +171,28 @@ _COMPILED: dict[int, tuple[Scaled, Callable, Callable]] = {}
 
 
 def compiled(net: Scaled) -> tuple[Callable, Callable]:
-    """`net.encode` and `net.head` jitted with the weights as constants, once per network in a
-    process: a cycle then passes two arrays, not the network's leaves."""
+    """`net.encode` and `net.head` over K grids, jitted with the weights as constants, once per
+    network in a process (a cycle then passes two arrays, not the network's leaves): encode
+    (K, G, G, G) -> features (K, F); head (K, F), inputs (n_in,) -> the mean of the K outputs
+    (n_out,); for K = 1 the network's own head, unbatched (a batched matrix product sums in
+    another order: 5e-5 off in float32)."""
+
+    def head(features, inputs):
+        if features.shape[0] == 1:  # static: one compiled program per K
+            return net.head(features[0], inputs)
+        return jnp.mean(jax.vmap(net.head, in_axes=(0, None))(features, inputs), axis=0)
+
     if id(net) not in _COMPILED:
-        encode = jax.jit(lambda voxels: net.encode(voxels))
-        head = jax.jit(lambda features, inputs: net.head(features, inputs))
-        _COMPILED[id(net)] = (net, encode, head)  # the net is kept: its id stays its own
+        _COMPILED[id(net)] = (net, jax.jit(jax.vmap(net.encode)), jax.jit(head))  # the net is kept: its id stays its own
     return _COMPILED[id(net)][1:]
+
+
+def rolled(voxels: np.ndarray, roll: int) -> np.ndarray:
+    """(G, G, G) -> (K, G, G, G): the grid itself (K = 1) for roll 0, else the grid rolled by
+    `roll` voxels along x, y and z with every choice of signs (K = 8)."""
+    if roll == 0:
+        return voxels[None]
+    return np.stack([np.roll(voxels, [roll * sign for sign in signs], axis=(0, 1, 2)) for signs in itertools.product((-1, 1), repeat=3)])
 
 
 @dataclass
@@ -188,7 +210,7 @@ class LearnedEstimator:
 
     def start(self, situation: GraspSituation) -> None:
         encode, self._head = compiled(self.net)
-        self._features = np.asarray(encode(jnp.asarray(self.voxels, dtype=float)))  # waits for the encoding
+        self._features = np.asarray(encode(jnp.asarray(self.voxels[None], dtype=float)))  # waits for the encoding
         self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
 
     def estimate(self, q_d, q_m, tau_m) -> np.ndarray:
@@ -201,10 +223,12 @@ class LearnedEstimator:
 
 @dataclass
 class LearnedPredictor:
-    """The torque predictor network (module docstring); `voxels` (G, G, G) the object's grid."""
+    """The torque predictor network (module docstring); `voxels` (G, G, G) the object's grid;
+    `roll` > 0 averages the torques over that grid rolled by `roll` voxels (`rolled`)."""
 
     net: Scaled
     voxels: np.ndarray
+    roll: int = 0
     _features: np.ndarray | None = field(default=None, init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
     _head: Callable | None = field(default=None, init=False, repr=False)
@@ -212,7 +236,7 @@ class LearnedPredictor:
 
     def start(self, situation: GraspSituation) -> None:
         encode, self._head = compiled(self.net)
-        self._features = np.asarray(encode(jnp.asarray(self.voxels, dtype=float)))  # waits for the encoding
+        self._features = np.asarray(encode(jnp.asarray(rolled(self.voxels, self.roll), dtype=float)))  # waits for the encoding
         self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
         self._limit = situation.hand.effort
 
@@ -234,7 +258,7 @@ def learned_controller(method: str, scale: float, filter_time: float, margin: fl
     from robocal.grasp.controller import AnalyticalEstimator, AnalyticalPredictor, ConstantOffsets, GraspController, ZeroWrenchOffsets, make_controller
 
     def predictor():
-        return LearnedPredictor(models.predictor, voxels) if "predictor" in steps else AnalyticalPredictor(margin)
+        return LearnedPredictor(models.predictor, voxels, models.predictor_roll) if "predictor" in steps else AnalyticalPredictor(margin)
 
     if method == "controller":
         estimator = LearnedEstimator(models.estimator, voxels) if "estimator" in steps else AnalyticalEstimator()
