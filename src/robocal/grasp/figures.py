@@ -58,9 +58,10 @@ def plot_deviation_densities(trials: list[dict], rows: list[dict], path: Path, l
             values = factor * np.array([t[key] for t in trials if t["method"] == method and t["scale"] == chosen[method]])
             label = labels[method] + ("" if method in stars else f" (scale {chosen[method]:g})")
             grid = np.linspace(0, values.max() * 1.05 + 1e-9, 300)
-            if np.ptp(values) > 0:
+            spread = np.ptp(values) > 0  # a density needs spread; without, the quantile line carries the label
+            if spread:
                 ax.plot(grid, gaussian_kde(values)(grid), color=f"C{i}", label=label)
-            ax.axvline(np.quantile(values, 0.9), color=f"C{i}", linestyle="--")
+            ax.axvline(np.quantile(values, 0.9), color=f"C{i}", linestyle="--", label=None if spread else label)
         ax.set_xlabel(f"largest {key.split('_')[1]}al deviation ({unit})")
         ax.set_ylabel("density")
         ax.grid(alpha=0.3)
