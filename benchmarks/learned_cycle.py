@@ -4,7 +4,7 @@ layers, `LearnedEstimator.estimate` + `LearnedPredictor.offsets`, batch 1, in th
 CPU core), the object encoding (both networks' four 3D convolutions) done once per grasp in
 `start` and timed separately. Target: 1 ms per cycle (the paper: 6 ms on a V100). The
 predictor averages over its grid rolled `--predictor-roll` voxels (the shipped weights' own by
-default: 8 grids encoded, 8 heads a cycle in one batched call).
+default: 6 grids encoded, 6 heads a cycle in one batched call).
 
 Networks of the paper's shape (grid 48 by default, channels 8-16-32-32, 256 wide): the shipped
 weights when their grid matches, otherwise zero weights of that shape (the time does not

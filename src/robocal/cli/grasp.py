@@ -52,7 +52,7 @@ def grasp_evaluate(
         typer.Option(
             "--predictor-roll",
             min=0,
-            help="the learned predictor's torques averaged over the object's grid rolled this many voxels along x, y, z both ways (0: the grid as seen; default: the weights' own)",
+            help="the learned predictor's torques averaged over the object's grid rolled this many voxels along x, y or z, either way (0: the grid as seen; default: the weights' own)",
         ),
     ] = None,
 ) -> None:

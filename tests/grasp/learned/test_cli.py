@@ -79,3 +79,13 @@ def test_a_folder_where_one_network_was_trained_starts_its_next_run(tiny_dataset
     assert second["scores"][0][1] == pytest.approx(result, rel=1e-12)
     assert run("--steps", "2", "--init", tmp_path / "a", "--out", tmp_path / "c", "--weights", tmp_path / "w") == 2
     assert "predictor" in capfd.readouterr().err and not (tmp_path / "c").exists() and not (tmp_path / "w").exists()
+
+
+def test_the_evaluation_records_the_predictor_roll_it_ran_with(tmp_path, monkeypatch):
+    """The weights' own roll unless --predictor-roll overrides it: results.json says which."""
+    short = ["--objects", "sphere_35", "--grasps", "1", "--forces", "1", "--methods", "controller", "--ramp", "0.05", "--hold", "0.05", "--workers", "1"]
+    for extra, roll in (([], 1), (["--predictor-roll", "0"], 0)):
+        out = tmp_path / f"roll{roll}"
+        monkeypatch.setattr(sys, "argv", ["robocal", "grasp", "evaluate", "--controller", "learned", *short, *extra, "--out", str(out)])
+        cli.main()
+        assert json.loads((out / "results.json").read_text())["config"]["predictor_roll"] == roll

@@ -12,9 +12,9 @@ encodes the grid once (the convolutions); a control cycle runs the dense layers 
 - predictor: the network's torques tau, each within the hand's effort limit; offsets tau / kp
   (the paper's q_d = q_init + tau / kp: the joint motion dq is small against tau / kp when
   kp << c). With `predictor_roll` k > 0 (learned.json), tau is the mean of the network's torques
-  on the grid rolled by k voxels along x, y and z both ways (the 8 corners; `rolled`): the object
-  seen moved by k voxels, which the grid's empty border lets it be without wrapping. The 8 grids
-  are encoded once per grasp and the 8 heads run as one batched call.
+  on the grid rolled by k voxels along x, y or z, either way (6 grids; `rolled`): the object seen
+  moved by k voxels, which the grid's empty border lets it be without wrapping. The 6 grids are
+  encoded once per grasp and the 6 heads run as one batched call.
 
 `Models` holds both networks with the observation they were trained on; `save` / `load` write
 and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
@@ -126,7 +126,7 @@ class WeightsFile(BaseModel):
     observation: ObservationConfig
     estimator: TrainConfig
     predictor: TrainConfig
-    predictor_roll: int = Field(0, ge=0, description="voxels: the predictor's torques averaged over the grid rolled this far both ways along x, y, z")
+    predictor_roll: int = Field(0, ge=0, description="voxels: the predictor's torques averaged over the grid rolled this far along x, y or z, either way")
 
 
 @cache
@@ -189,10 +189,10 @@ def compiled(net: Scaled) -> tuple[Callable, Callable]:
 
 def rolled(voxels: np.ndarray, roll: int) -> np.ndarray:
     """(G, G, G) -> (K, G, G, G): the grid itself (K = 1) for roll 0, else the grid rolled by
-    `roll` voxels along x, y and z with every choice of signs (K = 8)."""
+    `roll` voxels along one axis, either way (K = 6)."""
     if roll == 0:
         return voxels[None]
-    return np.stack([np.roll(voxels, [roll * sign for sign in signs], axis=(0, 1, 2)) for signs in itertools.product((-1, 1), repeat=3)])
+    return np.stack([np.roll(voxels, sign * roll, axis=axis) for axis, sign in itertools.product(range(3), (-1, 1))])
 
 
 @dataclass
