@@ -113,6 +113,7 @@ def test_rolled_grids_are_the_object_moved_one_way_or_the_other_along_each_axis(
     moved = {tuple(int(i) for i in np.argwhere(grid)[0]) for grid in grids}
     assert moved == {(5, 8, 9), (9, 8, 9), (7, 6, 9), (7, 10, 9), (7, 8, 7), (7, 8, 11)}
     np.testing.assert_array_equal(controller.rolled(voxels, 0), voxels[None])
+    np.testing.assert_array_equal(controller.rolled(np.stack([voxels, 2 * voxels]), 2), np.stack([grids, 2 * grids], axis=1))  # a batch of grids
 
 
 def test_the_predictor_with_a_roll_takes_the_mean_of_its_torques_on_the_rolled_grids(trained):

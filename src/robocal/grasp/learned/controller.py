@@ -188,11 +188,11 @@ def compiled(net: Scaled) -> tuple[Callable, Callable]:
 
 
 def rolled(voxels: np.ndarray, roll: int) -> np.ndarray:
-    """(G, G, G) -> (K, G, G, G): the grid itself (K = 1) for roll 0, else the grid rolled by
-    `roll` voxels along one axis, either way (K = 6)."""
+    """Grids (..., G, G, G) -> (K, ..., G, G, G): the grids themselves (K = 1) for roll 0, else
+    each grid rolled by `roll` voxels along one of its axes, either way (K = 6)."""
     if roll == 0:
         return voxels[None]
-    return np.stack([np.roll(voxels, sign * roll, axis=axis) for axis, sign in itertools.product(range(3), (-1, 1))])
+    return np.stack([np.roll(voxels, sign * roll, axis=axis) for axis, sign in itertools.product((-3, -2, -1), (-1, 1))])
 
 
 @dataclass
