@@ -1,10 +1,9 @@
 """The shipped networks (or those of --weights) on a dataset's test split (objects never
 trained on): the predictor's torque error against the best constant (its torques averaged over
 the rolled grids as the controller averages them: the weights' `predictor_roll`, or
---predictor-roll), and per grasp kind the
-force the minimal-wrench estimator reports (capped at its scale, as the controller uses it)
-and an L2-trained estimator's (uncapped) against the applied one, with the ablation's
-quiet-force figures (`ablation.quiet_force`).
+--predictor-roll), and per grasp kind the force the minimal-wrench estimator reports (capped at
+its scale, as the controller uses it) and, with --l2, an L2-trained estimator's (uncapped)
+against the applied one, with the ablation's quiet-force figures (`ablation.quiet_force`).
 
 Run from the repository root (figures in docs/grasp.md, "Learned controller"):
     .venv/bin/python examples/learned_grasp/test_split.py --data out/cpu/data1 [--l2 out/gpu/l2/estimator] [--weights DIR] [--predictor-roll K]

@@ -118,7 +118,7 @@ def test_rolled_grids_are_the_object_moved_one_way_or_the_other_along_each_axis(
 
 def test_the_predictor_with_a_roll_takes_the_mean_of_its_torques_on_the_rolled_grids(trained):
     """The batched call against the network run on each rolled grid alone; roll 0 is the network
-    on the grid as seen, bit for bit."""
+    on the grid as seen, bit for bit as its own jitted encoding and head compute it."""
     models = controller.load(trained)
     rng = np.random.default_rng(3)
     voxels = np.zeros((16, 16, 16), np.uint8)
@@ -131,6 +131,9 @@ def test_the_predictor_with_a_roll_takes_the_mean_of_its_torques_on_the_rolled_g
         predictor.start(situation)
         np.testing.assert_allclose(predictor.offsets(w), np.clip(want, -2.0, 2.0) / KP, rtol=1e-12, atol=1e-15)
     assert np.abs(single[0] - single[-1]).max() > 1e-6  # the rolls are seen: the mean is not any one of them
+    features = jax.jit(lambda grid: models.predictor.encode(grid))(voxels.astype(float))
+    alone = np.asarray(jax.jit(lambda f, x: models.predictor.head(f, x))(features, inputs))
+    np.testing.assert_array_equal(predictor.offsets(w), np.clip(alone, -2.0, 2.0) / KP)  # `predictor` has roll 0 here
 
 
 def test_the_predictor_roll_is_kept_with_the_weights(trained, tmp_path):
