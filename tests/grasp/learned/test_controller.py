@@ -122,7 +122,7 @@ def test_the_predictor_with_a_roll_takes_the_mean_of_its_torques_on_the_rolled_g
     models = controller.load(trained)
     rng = np.random.default_rng(3)
     voxels = np.zeros((16, 16, 16), np.uint8)
-    voxels[4:12, 5:11, 4:13] = rng.uniform(size=(8, 6, 9)) > 0.3  # the border empty, as on the grids of `observe`
+    voxels[4:12, 5:11, 4:13] = rng.uniform(size=(8, 6, 9)) > 0.3  # the faces empty: the rolls move the object
     situation, w = _situation(rng), rng.normal(size=6)
     inputs = np.r_[situation.grasp.q_grasp, situation.grasp.q_init, w]
     single = [np.asarray(models.predictor(grid.astype(float), inputs)) for grid in controller.rolled(voxels, 1)]

@@ -13,8 +13,9 @@ encodes the grid once (the convolutions); a control cycle runs the dense layers 
   (the paper's q_d = q_init + tau / kp: the joint motion dq is small against tau / kp when
   kp << c). With `predictor_roll` k > 0 (learned.json), tau is the mean of the network's torques
   on the grid rolled by k voxels along x, y or z, either way (6 grids; `rolled`): the object seen
-  moved by k voxels, which the grid's empty border lets it be without wrapping. The 6 grids are
-  encoded once per grasp and the 6 heads run as one batched call.
+  moved by k voxels where the grid's faces are empty (where it touches a face, `np.roll` wraps
+  that face's layer round to the opposite one: docs/grasp.md). The 6 grids are encoded once per
+  grasp and the 6 heads run as one batched call.
 
 `Models` holds both networks with the observation they were trained on; `save` / `load` write
 and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
