@@ -177,13 +177,13 @@ def compiled(net: Scaled) -> tuple[Callable, Callable]:
     (K, G, G, G) -> features (K, F); head (K, F), inputs (n_in,) -> the mean of the K outputs
     (n_out,); for K = 1 the network's own head, unbatched (a batched matrix product sums in
     another order: 5e-5 off in float32)."""
-
-    def head(features, inputs):
-        if features.shape[0] == 1:  # static: one compiled program per K
-            return net.head(features[0], inputs)
-        return jnp.mean(jax.vmap(net.head, in_axes=(0, None))(features, inputs), axis=0)
-
     if id(net) not in _COMPILED:
+
+        def head(features, inputs):
+            if features.shape[0] == 1:  # static: one compiled program per K
+                return net.head(features[0], inputs)
+            return jnp.mean(jax.vmap(net.head, in_axes=(0, None))(features, inputs), axis=0)
+
         _COMPILED[id(net)] = (net, jax.jit(jax.vmap(net.encode)), jax.jit(head))  # the net is kept: its id stays its own
     return _COMPILED[id(net)][1:]
 
