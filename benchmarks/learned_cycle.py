@@ -3,7 +3,7 @@ control cycle = the wrench estimator network + the torque predictor network (the
 layers, `LearnedEstimator.estimate` + `LearnedPredictor.offsets`, batch 1, in the weights' dtype (the shipped: float32), JAX on one
 CPU core), the object encoding (both networks' four 3D convolutions) done once per grasp in
 `start` and timed separately. Target: 1 ms per cycle (the paper: 6 ms on a V100). The
-predictor averages over its grid rolled `--predictor-roll` voxels (the shipped weights' own by
+predictor averages over its grid shifted `--predictor-shift` voxels (the shipped weights' own by
 default: 6 grids encoded, 6 heads a cycle in one batched call).
 
 Networks of the paper's shape (grid 48 by default, channels 8-16-32-32, 256 wide): the shipped
@@ -11,7 +11,7 @@ weights when their grid matches, otherwise zero weights of that shape (the time 
 depend on the values). Inputs: a random voxel grid, joint angles and torques drifting from cycle
 to cycle.
 
-Usage: .venv/bin/python benchmarks/learned_cycle.py [--grid 48] [--cycles 2000] [--seed 0] [--predictor-roll K]
+Usage: .venv/bin/python benchmarks/learned_cycle.py [--grid 48] [--cycles 2000] [--seed 0] [--predictor-shift K]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from types import SimpleNamespace  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from robocal.grasp.learned.controller import LearnedEstimator, LearnedPredictor, rolled, skeleton  # noqa: E402
+from robocal.grasp.learned.controller import LearnedEstimator, LearnedPredictor, shifted, skeleton  # noqa: E402
 from robocal.grasp.learned.training import TrainConfig  # noqa: E402
 from timing import cpu_name  # noqa: E402
 
@@ -41,14 +41,14 @@ L = 12  # DLR-Hand II actuated joints
 
 
 def networks(grid: int):
-    """Estimator, predictor of the paper's shape and the predictor's roll: the shipped weights
+    """Estimator, predictor of the paper's shape and the predictor's shift: the shipped weights
     if their grid is `grid`."""
     from robocal.grasp.learned.controller import WEIGHTS, load
 
     if (WEIGHTS / "learned.json").exists():
         models = load()
         if models.observation.grid == grid:
-            return models.estimator, models.predictor, models.predictor_roll, "shipped weights"
+            return models.estimator, models.predictor, models.predictor_shift, "shipped weights"
     nets = [skeleton(TrainConfig(network=name), grid, L) for name in ("estimator", "predictor")]
     return *nets, 0, "zero weights"
 
@@ -59,17 +59,17 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=2000)
     parser.add_argument("--grasps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--predictor-roll", type=int, default=None, help="default: the shipped weights' own")
+    parser.add_argument("--predictor-shift", type=int, default=None, help="default: the shipped weights' own")
     args = parser.parse_args()
     print(f"machine: {platform.platform()}, {cpu_name()}, jax {jax.__version__}, one core (affinity {sorted(os.sched_getaffinity(0))})")
-    estimator_net, predictor_net, roll, origin = networks(args.grid)
-    roll = roll if args.predictor_roll is None else args.predictor_roll
+    estimator_net, predictor_net, shift, origin = networks(args.grid)
+    shift = shift if args.predictor_shift is None else args.predictor_shift
     rng = np.random.default_rng(args.seed)
     situation = SimpleNamespace(grasp=SimpleNamespace(q_grasp=rng.uniform(0, 1.5, L), q_init=rng.uniform(0, 1.5, L)), hand=SimpleNamespace(effort=2.0))
     encodings, cycles = [], []
     for g in range(args.grasps + 1):  # the first grasp compiles: not counted
         voxels = (rng.uniform(size=(args.grid,) * 3) > 0.9).astype(np.uint8)
-        estimator, predictor = LearnedEstimator(estimator_net, voxels), LearnedPredictor(predictor_net, voxels, roll)
+        estimator, predictor = LearnedEstimator(estimator_net, voxels), LearnedPredictor(predictor_net, voxels, shift)
         start = time.perf_counter()
         estimator.start(situation)
         predictor.start(situation)
@@ -89,7 +89,7 @@ def main() -> None:
     wall, cpu = np.array(cycles).T
     median, q99 = statistics.median(wall), float(np.quantile(wall, 0.99))
     print(
-        f"grid {args.grid}^3, {origin}, predictor roll {roll} ({len(rolled(voxels, roll))} grids): encoding once per grasp {statistics.median(encodings) * 1e3:.2f} ms (median of {args.grasps} grasps)"
+        f"grid {args.grid}^3, {origin}, predictor shift {shift} ({len(shifted(voxels, shift))} grids): encoding once per grasp {statistics.median(encodings) * 1e3:.2f} ms (median of {args.grasps} grasps)"
     )
     print(
         f"control cycle (estimator + predictor, batch 1): median {median * 1e3:.3f} ms, 99th percentile {q99 * 1e3:.3f} ms over {len(cycles)} cycles; target {TARGET * 1e3:.0f} ms -> ratio {median / TARGET:.2f}"

@@ -1,12 +1,12 @@
 """The shipped networks (or those of --weights) on a dataset's test split (objects never
 trained on): the predictor's torque error against the best constant (its torques averaged over
-the rolled grids as the controller averages them: the weights' `predictor_roll`, or
---predictor-roll), and per grasp kind the force the minimal-wrench estimator reports (capped at
+the shifted grids as the controller averages them: the weights' `predictor_shift`, or
+--predictor-shift), and per grasp kind the force the minimal-wrench estimator reports (capped at
 its scale, as the controller uses it) and, with --l2, an L2-trained estimator's (uncapped)
 against the applied one, with the ablation's quiet-force figures (`ablation.quiet_force`).
 
 Run from the repository root (figures in docs/grasp.md, "Learned controller"):
-    .venv/bin/python examples/learned_grasp/test_split.py --data out/cpu/data1 [--l2 out/gpu/l2/estimator] [--weights DIR] [--predictor-roll K]
+    .venv/bin/python examples/learned_grasp/test_split.py --data out/cpu/data1 [--l2 out/gpu/l2/estimator] [--weights DIR] [--predictor-shift K]
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from robocal.grasp.learned.networks import Scaled
 from robocal.grasp.learned.training import arrays, outputs
 
 
-def on_split(net: Scaled, data: dict, network: str, roll: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def on_split(net: Scaled, data: dict, network: str, shift: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The network's outputs (S, m') and the targets (S, m) on every sample of a loaded split,
-    the outputs averaged over the grids rolled by `roll` voxels (`controller.rolled`)."""
+    the outputs averaged over the grids shifted by `shift` voxels (`controller.shifted`)."""
     voxels, rows, inputs, targets = arrays(data, network)
-    return np.mean([np.asarray(outputs(net, grids, rows, inputs)) for grids in controller.rolled(voxels, roll)], axis=0), targets
+    return np.mean([np.asarray(outputs(net, grids, rows, inputs)) for grids in controller.shifted(voxels, shift)], axis=0), targets
 
 
 def main() -> None:
@@ -35,21 +35,21 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="a `grasp dataset` folder (its test split)")
     parser.add_argument("--l2", type=Path, help="the L2 estimator's training run folder (its rows left out without)")
     parser.add_argument("--weights", type=Path, default=controller.WEIGHTS, help="the networks' weights folder (default: the shipped ones)")
-    parser.add_argument("--predictor-roll", type=int, default=None, help="voxels (default: the weights' own)")
+    parser.add_argument("--predictor-shift", type=int, default=None, help="voxels (default: the weights' own)")
     args = parser.parse_args()
     data, models = load(args.data, "test"), controller.load(args.weights)
-    roll = models.predictor_roll if args.predictor_roll is None else args.predictor_roll
+    shift = models.predictor_shift if args.predictor_shift is None else args.predictor_shift
     kinds = data["kind"][data["grasp"]]
     print(f"test split: {len(list((args.data / 'test').glob('*.npz')))} objects, {len(data['q_init'])} grasps, {len(kinds)} samples")
-    predicted, torques = on_split(models.predictor, data, "predictor", roll)
+    predicted, torques = on_split(models.predictor, data, "predictor", shift)
     rms = np.sqrt(np.mean((predicted - torques) ** 2))
     print(
-        f"predictor (roll {roll}): torque RMS error {rms:.4f} Nm against {np.sqrt(np.mean((torques - torques.mean(axis=0)) ** 2)):.3f} Nm for the best constant (the split's own mean)"
+        f"predictor (shift {shift}): torque RMS error {rms:.4f} Nm against {np.sqrt(np.mean((torques - torques.mean(axis=0)) ** 2)):.3f} Nm for the best constant (the split's own mean)"
     )
     for kind in ("power", "precision"):
         mine = kinds == kind
         print(
-            f"predictor (roll {roll}), {kind}: torque RMS error {np.sqrt(np.mean((predicted[mine] - torques[mine]) ** 2)):.4f} Nm, sum of |torques|"
+            f"predictor (shift {shift}), {kind}: torque RMS error {np.sqrt(np.mean((predicted[mine] - torques[mine]) ** 2)):.4f} Nm, sum of |torques|"
             f" {np.abs(predicted[mine]).sum(axis=1).mean():.3f} Nm on average (the teacher's {np.abs(torques[mine]).sum(axis=1).mean():.3f} Nm)"
         )
     estimators = [(f"minimal-wrench (t = {models.meta['estimator']['quantile']:g})", models.estimator, True)]

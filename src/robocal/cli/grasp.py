@@ -47,12 +47,12 @@ def grasp_evaluate(
     kinds: Annotated[
         str, typer.Option("--kinds", help="comma-separated kinds of grasp evaluated: power, precision (the same grasps as with both)")
     ] = "power,precision",
-    predictor_roll: Annotated[
+    predictor_shift: Annotated[
         int | None,
         typer.Option(
-            "--predictor-roll",
+            "--predictor-shift",
             min=0,
-            help="the learned predictor's torques averaged over the object's grid rolled this many voxels along x, y or z, either way (0: the grid as seen; default: the weights' own)",
+            help="the learned predictor's torques averaged over the object's grid shifted this many voxels along x, y or z, either way, edge-padded (0: the grid as seen; default: the weights' own)",
         ),
     ] = None,
 ) -> None:
@@ -83,7 +83,7 @@ def grasp_evaluate(
         if controller not in CONTROLLERS:
             raise RobocalError(f"--controller: unknown '{controller}' (analytical, {', '.join(CONTROLLERS)})")
         models = load(weights) if weights else load()
-        predictor_roll = models.predictor_roll if predictor_roll is None else predictor_roll  # recorded in results.json
+        predictor_shift = models.predictor_shift if predictor_shift is None else predictor_shift  # recorded in results.json
     config = EvaluationConfig(
         objects=() if objects is None else csv_list(objects, "--objects"),
         grasps=grasps,
@@ -98,7 +98,7 @@ def grasp_evaluate(
         hold=hold,
         controller=controller,
         weights=str(weights or ""),
-        predictor_roll=predictor_roll,
+        predictor_shift=predictor_shift,
         kinds=chosen_kinds,
     )
     object_names(config)  # unknown names are an error before anything runs

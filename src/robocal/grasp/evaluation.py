@@ -47,7 +47,7 @@ class EvaluationConfig:
     control_period: float = 0.025  # s, our controller's cycle (40 Hz, as on the real hand)
     controller: str = "analytical"  # whose estimator and predictor: "analytical", or learned (robocal.grasp.learned.controller.CONTROLLERS)
     weights: str = ""  # the learned networks' folder; empty: the shipped weights
-    predictor_roll: int | None = None  # voxels, the learned predictor's averaging over rolled grids; None: the weights' own
+    predictor_shift: int | None = None  # voxels, the learned predictor's averaging over shifted grids; None: the weights' own
     kinds: tuple[str, ...] = ("power", "precision")  # the kinds of grasp evaluated (the grasps chosen are the same)
 
     def runs(self) -> Iterator[tuple[str, float]]:
@@ -105,8 +105,8 @@ def trials_for(config: EvaluationConfig, entry: dict) -> list[dict]:
         from robocal.grasp.learned.controller import CONTROLLERS, learned_controller, load, object_voxels
 
         models = load(Path(config.weights)) if config.weights else load()
-        if config.predictor_roll is not None:
-            models = replace(models, predictor_roll=config.predictor_roll)
+        if config.predictor_shift is not None:
+            models = replace(models, predictor_shift=config.predictor_shift)
         voxels = object_voxels(models, hand, obj, grasp)
         make = partial(
             learned_controller, filter_time=config.filter_time, margin=config.margin, models=models, voxels=voxels, steps=CONTROLLERS[config.controller]

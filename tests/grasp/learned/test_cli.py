@@ -81,11 +81,11 @@ def test_a_folder_where_one_network_was_trained_starts_its_next_run(tiny_dataset
     assert "predictor" in capfd.readouterr().err and not (tmp_path / "c").exists() and not (tmp_path / "w").exists()
 
 
-def test_the_evaluation_records_the_predictor_roll_it_ran_with(tmp_path, monkeypatch):
-    """The weights' own roll unless --predictor-roll overrides it: results.json says which."""
+def test_the_evaluation_records_the_predictor_shift_it_ran_with(tmp_path, monkeypatch):
+    """The weights' own shift unless --predictor-shift overrides it: results.json says which."""
     short = ["--objects", "sphere_35", "--grasps", "1", "--forces", "1", "--methods", "controller", "--ramp", "0.05", "--hold", "0.05", "--workers", "1"]
-    for extra, roll in (([], 1), (["--predictor-roll", "0"], 0)):
-        out = tmp_path / f"roll{roll}"
+    for extra, shift in (([], 1), (["--predictor-shift", "0"], 0)):
+        out = tmp_path / f"shift{shift}"
         monkeypatch.setattr(sys, "argv", ["robocal", "grasp", "evaluate", "--controller", "learned", *short, *extra, "--out", str(out)])
         cli.main()
-        assert json.loads((out / "results.json").read_text())["config"]["predictor_roll"] == roll
+        assert json.loads((out / "results.json").read_text())["config"]["predictor_shift"] == shift

@@ -105,46 +105,63 @@ def test_damaged_weights_are_input_errors_naming_file_line_and_field(trained, tm
     assert error.value.path == folder / "predictor.eqx"
 
 
-def test_rolled_grids_are_the_object_moved_one_way_or_the_other_along_each_axis():
+def test_shifted_grids_are_the_object_moved_one_way_or_the_other_along_each_axis():
     voxels = np.zeros((16, 16, 16), np.uint8)
     voxels[7, 8, 9] = 1
-    grids = controller.rolled(voxels, 2)
+    grids = controller.shifted(voxels, 2)
     assert grids.shape == (6, 16, 16, 16) and grids.sum() == 6
     moved = {tuple(int(i) for i in np.argwhere(grid)[0]) for grid in grids}
     assert moved == {(5, 8, 9), (9, 8, 9), (7, 6, 9), (7, 10, 9), (7, 8, 7), (7, 8, 11)}
-    np.testing.assert_array_equal(controller.rolled(voxels, 0), voxels[None])
-    np.testing.assert_array_equal(controller.rolled(np.stack([voxels, 2 * voxels]), 2), np.stack([grids, 2 * grids], axis=1))  # a batch of grids
+    np.testing.assert_array_equal(controller.shifted(voxels, 0), voxels[None])
+    np.testing.assert_array_equal(controller.shifted(np.stack([voxels, 2 * voxels]), 2), np.stack([grids, 2 * grids], axis=1))  # a batch of grids
 
 
-def test_the_predictor_with_a_roll_takes_the_mean_of_its_torques_on_the_rolled_grids(trained):
-    """The batched call against the network run on each rolled grid alone; roll 0 is the network
+def test_an_object_touching_a_face_stays_touching_it_and_nothing_wraps_round():
+    """A column standing on the bottom face (z = 0, next to the palm): moved up by 2 its bottom
+    layer is repeated below it; moved down it stays on the face, its top 2 layers gone. No layer
+    appears at the top face (np.roll would put one there)."""
+    voxels = np.zeros((16, 16, 16), np.uint8)
+    voxels[7, 8, 0:5] = 1
+    up, down = controller.shifted(voxels, 2)[[5, 4]]  # along z (the last axis): +2, -2
+    np.testing.assert_array_equal(np.flatnonzero(up[7, 8]), np.arange(0, 7))
+    np.testing.assert_array_equal(np.flatnonzero(down[7, 8]), np.arange(0, 3))
+    assert up.sum() == 7 and down.sum() == 3 and not controller.shifted(voxels, 2)[..., -1].any()
+
+
+def test_the_predictor_with_a_shift_takes_the_mean_of_its_torques_on_the_shifted_grids(trained):
+    """The batched call against the network run on each shifted grid alone; shift 0 is the network
     on the grid as seen, bit for bit as its own jitted encoding and head compute it."""
     models = controller.load(trained)
     rng = np.random.default_rng(3)
     voxels = np.zeros((16, 16, 16), np.uint8)
-    voxels[4:12, 5:11, 4:13] = rng.uniform(size=(8, 6, 9)) > 0.3  # the faces empty: the rolls move the object
+    voxels[4:12, 5:11, 4:13] = rng.uniform(size=(8, 6, 9)) > 0.3  # the faces empty: the shifts move the whole object
     situation, w = _situation(rng), rng.normal(size=6)
     inputs = np.r_[situation.grasp.q_grasp, situation.grasp.q_init, w]
-    single = [np.asarray(models.predictor(grid.astype(float), inputs)) for grid in controller.rolled(voxels, 1)]
-    for roll, want in ((1, np.mean(single, axis=0)), (0, np.asarray(models.predictor(voxels.astype(float), inputs)))):
-        predictor = controller.LearnedPredictor(models.predictor, voxels, roll)
+    single = [np.asarray(models.predictor(grid.astype(float), inputs)) for grid in controller.shifted(voxels, 1)]
+    for shift, want in ((1, np.mean(single, axis=0)), (0, np.asarray(models.predictor(voxels.astype(float), inputs)))):
+        predictor = controller.LearnedPredictor(models.predictor, voxels, shift)
         predictor.start(situation)
         np.testing.assert_allclose(predictor.offsets(w), np.clip(want, -2.0, 2.0) / KP, rtol=1e-12, atol=1e-15)
-    assert np.abs(single[0] - single[-1]).max() > 1e-6  # the rolls are seen: the mean is not any one of them
+    assert np.abs(single[0] - single[-1]).max() > 1e-6  # the shifts are seen: the mean is not any one of them
     features = jax.jit(lambda grid: models.predictor.encode(grid))(voxels.astype(float))
     alone = np.asarray(jax.jit(lambda f, x: models.predictor.head(f, x))(features, inputs))
-    np.testing.assert_array_equal(predictor.offsets(w), np.clip(alone, -2.0, 2.0) / KP)  # `predictor` has roll 0 here
+    np.testing.assert_array_equal(predictor.offsets(w), np.clip(alone, -2.0, 2.0) / KP)  # `predictor` has shift 0 here
 
 
-def test_the_predictor_roll_is_kept_with_the_weights(trained, tmp_path):
+def test_the_predictor_shift_is_kept_with_the_weights(trained, tmp_path):
     models = controller.load(trained)
-    assert models.predictor_roll == 0  # a training folder: the grid as seen
-    controller.save(controller.Models(models.estimator, models.predictor, models.observation, models.meta, predictor_roll=2), tmp_path / "w")
-    assert controller.load(tmp_path / "w").predictor_roll == 2
-    assert controller.with_runs(tmp_path / "none", controller.load(tmp_path / "w")).predictor_roll == 2
+    assert models.predictor_shift == 0  # a training folder: the grid as seen
+    controller.save(controller.Models(models.estimator, models.predictor, models.observation, models.meta, predictor_shift=2), tmp_path / "w")
+    assert controller.load(tmp_path / "w").predictor_shift == 2
+    assert controller.with_runs(tmp_path / "none", controller.load(tmp_path / "w")).predictor_shift == 2
     shutil.copytree(tmp_path / "w", tmp_path / "bad")  # another folder: `load` is cached per folder
     meta = (tmp_path / "bad" / controller.META).read_text()
-    (tmp_path / "bad" / controller.META).write_text(meta.replace('"predictor_roll": 2', '"predictor_roll": -1'))
+    (tmp_path / "bad" / controller.META).write_text(meta.replace('"predictor_shift": 2', '"predictor_shift": -1'))
     with pytest.raises(InputError) as error:
         controller.load(tmp_path / "bad")
+    assert error.value.field == "predictor_shift"
+    shutil.copytree(tmp_path / "w", tmp_path / "old")
+    (tmp_path / "old" / controller.META).write_text(meta.replace('"predictor_shift": 2', '"predictor_roll": 2'))
+    with pytest.raises(InputError, match="renamed predictor_shift") as error:  # the wrapping roll's key: refused, not read as no shift
+        controller.load(tmp_path / "old")
     assert error.value.field == "predictor_roll"

@@ -21,7 +21,7 @@ def test_learned_commands_follow_the_predictor_and_the_evaluation_runs():
     # the object is seen: about its volume in voxels (completion and voxel rounding within a factor 2)
     volume = voxels.sum() * models.observation.voxel() ** 3
     assert 0.5 * obj.volume < volume < 2.0 * obj.volume
-    predictor = LearnedPredictor(models.predictor, voxels, models.predictor_roll)
+    predictor = LearnedPredictor(models.predictor, voxels, models.predictor_shift)
     predictor.start(situation(hand, obj, grasp))
     zero = predictor.offsets(np.zeros(6))
     for method, scale in (("without_wrench_estimate", 2.0), ("controller", 1.0)):

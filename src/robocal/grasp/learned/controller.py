@@ -11,11 +11,11 @@ encodes the grid once (the convolutions); a control cycle runs the dense layers 
   claims more than that);
 - predictor: the network's torques tau, each within the hand's effort limit; offsets tau / kp
   (the paper's q_d = q_init + tau / kp: the joint motion dq is small against tau / kp when
-  kp << c). With `predictor_roll` k > 0 (learned.json), tau is the mean of the network's torques
-  on the grid rolled by k voxels along x, y or z, either way (6 grids; `rolled`): the object seen
-  moved by k voxels where the grid's faces are empty (where it touches a face, `np.roll` wraps
-  that face's layer round to the opposite one: docs/grasp.md). The 6 grids are encoded once per
-  grasp and the 6 heads run as one batched call.
+  kp << c). With `predictor_shift` k > 0 (learned.json), tau is the mean of the network's
+  torques on the grid shifted by k voxels along x, y or z, either way (6 grids; `shifted`): the
+  object seen moved by k voxels, the layer at the face it moves away from repeated (where the
+  object touches that face it stays touching; nothing wraps round to the opposite face). The 6
+  grids are encoded once per grasp and the 6 heads run as one batched call.
 
 `Models` holds both networks with the observation they were trained on; `save` / `load` write
 and read a weights folder (`estimator.eqx`, `predictor.eqx`, `learned.json`), and `load` also
@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
@@ -60,7 +60,7 @@ class Models:
     predictor: Scaled
     observation: ObservationConfig
     meta: dict = field(default_factory=dict)  # training configurations, dataset, how made
-    predictor_roll: int = 0  # voxels; the predictor's torques averaged over the grid rolled this far (module doc); 0: the grid as seen
+    predictor_shift: int = 0  # voxels; the predictor's torques averaged over the grid shifted this far (module doc); 0: the grid as seen
 
 
 def skeleton(config: TrainConfig, grid: int, n_joints: int) -> Scaled:
@@ -82,7 +82,7 @@ def save(models: Models, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in NETWORKS:
         eqx.tree_serialise_leaves(folder / f"{name}.eqx", getattr(models, name))
-    (folder / META).write_text(json.dumps({"observation": asdict(models.observation), "predictor_roll": models.predictor_roll, **models.meta}, indent=1))
+    (folder / META).write_text(json.dumps({"observation": asdict(models.observation), "predictor_shift": models.predictor_shift, **models.meta}, indent=1))
 
 
 def load_run(run: Path, n_joints: int = 12) -> tuple[Scaled, dict]:
@@ -115,7 +115,7 @@ def with_runs(folder: Path, base: Models, n_joints: int = 12) -> Models:
             meta[name] = state["config"]
             if isinstance(meta.get("trained_steps"), dict):
                 meta["trained_steps"][name] = meta["trained_steps"].get(name, 0) + kept(state)[1]
-    return Models(nets["estimator"], nets["predictor"], base.observation, meta, base.predictor_roll)
+    return Models(nets["estimator"], nets["predictor"], base.observation, meta, base.predictor_shift)
 
 
 class WeightsFile(BaseModel):
@@ -127,7 +127,13 @@ class WeightsFile(BaseModel):
     observation: ObservationConfig
     estimator: TrainConfig
     predictor: TrainConfig
-    predictor_roll: int = Field(0, ge=0, description="voxels: the predictor's torques averaged over the grid rolled this far along x, y or z, either way")
+    predictor_shift: int = Field(0, ge=0, description="voxels: the predictor's torques averaged over its grid shifted this far along x, y or z, both ways")
+    predictor_roll: None = None  # the wrapping roll's key of 2026-11-27, read only to refuse it (below)
+
+    @field_validator("predictor_roll", mode="before")
+    @classmethod
+    def _renamed(cls, value):
+        raise ValueError("renamed predictor_shift: the grid is now shifted with its face layers repeated, not rolled round; rename the key")
 
 
 @cache
@@ -139,8 +145,8 @@ def load(folder: Path = WEIGHTS, n_joints: int = 12) -> Models:
         described = validate_mapping(folder / META, meta, WeightsFile)
         grid = described.observation.grid
         nets = {name: read_leaves(folder / f"{name}.eqx", skeleton(getattr(described, name), grid, n_joints)) for name in NETWORKS}
-        made = {k: v for k, v in meta.items() if k not in ("observation", "predictor_roll")}
-        return Models(nets["estimator"], nets["predictor"], described.observation, made, described.predictor_roll)
+        made = {k: v for k, v in meta.items() if k not in ("observation", "predictor_shift")}
+        return Models(nets["estimator"], nets["predictor"], described.observation, made, described.predictor_shift)
     nets, meta = {}, {}
     for name, (net, state) in runs_of(folder, NETWORKS, n_joints).items():
         nets[name], meta[name] = net, state["config"]
@@ -188,12 +194,18 @@ def compiled(net: Scaled) -> tuple[Callable, Callable]:
     return _COMPILED[id(net)][1:]
 
 
-def rolled(voxels: np.ndarray, roll: int) -> np.ndarray:
-    """Grids (..., G, G, G) -> (K, ..., G, G, G): the grids themselves (K = 1) for roll 0, else
-    each grid rolled by `roll` voxels along one of its axes, either way (K = 6)."""
-    if roll == 0:
+def shifted(voxels: np.ndarray, shift: int) -> np.ndarray:
+    """Grids (..., G, G, G) -> (K, ..., G, G, G): the grids themselves (K = 1) for shift 0, else
+    each grid's content moved by `shift` voxels along one of its axes, either way (K = 6), the
+    layer at the face it moves away from repeated (edge padding: no layer wraps round)."""
+    if shift == 0:
         return voxels[None]
-    return np.stack([np.roll(voxels, sign * roll, axis=axis) for axis, sign in itertools.product((-3, -2, -1), (-1, 1))])
+
+    def moved(axis: int, step: int) -> np.ndarray:
+        size = voxels.shape[axis]
+        return np.take(voxels, np.clip(np.arange(size) - step, 0, size - 1), axis=axis)
+
+    return np.stack([moved(axis, sign * shift) for axis, sign in itertools.product((-3, -2, -1), (-1, 1))])
 
 
 @dataclass
@@ -225,11 +237,11 @@ class LearnedEstimator:
 @dataclass
 class LearnedPredictor:
     """The torque predictor network (module docstring); `voxels` (G, G, G) the object's grid;
-    `roll` > 0 averages the torques over that grid rolled by `roll` voxels (`rolled`)."""
+    `shift` > 0 averages the torques over that grid shifted by `shift` voxels (`shifted`)."""
 
     net: Scaled
     voxels: np.ndarray
-    roll: int = 0
+    shift: int = 0
     _features: np.ndarray | None = field(default=None, init=False, repr=False)
     _fixed: np.ndarray | None = field(default=None, init=False, repr=False)
     _head: Callable | None = field(default=None, init=False, repr=False)
@@ -237,7 +249,7 @@ class LearnedPredictor:
 
     def start(self, situation: GraspSituation) -> None:
         encode, self._head = compiled(self.net)
-        self._features = np.asarray(encode(jnp.asarray(rolled(self.voxels, self.roll), dtype=float)))  # waits for the encoding
+        self._features = np.asarray(encode(jnp.asarray(shifted(self.voxels, self.shift), dtype=float)))  # waits for the encoding
         self._fixed = np.r_[situation.grasp.q_grasp, situation.grasp.q_init]
         self._limit = situation.hand.effort
 
@@ -259,7 +271,7 @@ def learned_controller(method: str, scale: float, filter_time: float, margin: fl
     from robocal.grasp.controller import AnalyticalEstimator, AnalyticalPredictor, ConstantOffsets, GraspController, ZeroWrenchOffsets, make_controller
 
     def predictor():
-        return LearnedPredictor(models.predictor, voxels, models.predictor_roll) if "predictor" in steps else AnalyticalPredictor(margin)
+        return LearnedPredictor(models.predictor, voxels, models.predictor_shift) if "predictor" in steps else AnalyticalPredictor(margin)
 
     if method == "controller":
         estimator = LearnedEstimator(models.estimator, voxels) if "estimator" in steps else AnalyticalEstimator()
