@@ -122,10 +122,11 @@ def test_an_object_touching_a_face_stays_touching_it_and_nothing_wraps_round():
     appears at the top face (np.roll would put one there)."""
     voxels = np.zeros((16, 16, 16), np.uint8)
     voxels[7, 8, 0:5] = 1
-    up, down = controller.shifted(voxels, 2)[[5, 4]]  # along z (the last axis): +2, -2
+    grids = controller.shifted(voxels, 2)
+    up, down = grids[[5, 4]]  # along z (the last axis): +2, -2
     np.testing.assert_array_equal(np.flatnonzero(up[7, 8]), np.arange(0, 7))
     np.testing.assert_array_equal(np.flatnonzero(down[7, 8]), np.arange(0, 3))
-    assert up.sum() == 7 and down.sum() == 3 and not controller.shifted(voxels, 2)[..., -1].any()
+    assert up.sum() == 7 and down.sum() == 3 and not grids[..., -1].any()
 
 
 def test_the_predictor_with_a_shift_takes_the_mean_of_its_torques_on_the_shifted_grids(trained):
