@@ -94,8 +94,8 @@ def test_unconstrained_direction_has_infinite_std(linear):
 def test_linearization_with_huber_and_masks_is_the_central_differences_of_the_cost_residual():
     """The solver's (residual, Jacobian): the measurements' Jacobian traced once and the Huber
     weights chained on row by row, against central differences of the residual itself, with rows
-    inside and outside the Huber threshold and a masked-out row."""
-    from robocal.solver.map import _flat, _flat_linearized
+    inside and outside the Huber threshold, a masked-out row and a held parameter (zero column)."""
+    from robocal.solver.map import _linearization
 
     rng = np.random.default_rng(8)
     a = rng.normal(size=(2, 10, 4))
@@ -107,9 +107,14 @@ def test_linearization_with_huber_and_masks_is_the_central_differences_of_the_co
     theta, masks = jnp.asarray(rng.normal(size=4)), [jnp.asarray(np.r_[np.ones(9), 0.0])]
     norms = np.linalg.norm(np.asarray(rows(theta, problem.data)[0]), axis=1)
     assert (norms > 2.0).any() and (norms < 2.0).any()  # both sides of the Huber threshold 2
-    r, jac = _flat_linearized(problem, theta, masks, 2.0)
-    assert np.allclose(np.asarray(r), np.asarray(_flat(problem, theta, masks, 2.0)), rtol=0, atol=1e-14)  # rounding: one is jitted
+    free = jnp.asarray([True, True, True, False])
+    linearize = _linearization(problem, theta, free, masks, 2.0)
+    r, jac = linearize(theta)
+    robust = np.stack([np.sqrt(2.0 * 2.0 * n - 2.0**2) / n if n > 2.0 else 1.0 for n in norms])[:, None] * np.asarray(rows(theta, problem.data)[0])
+    expected = np.r_[(robust * np.asarray(masks[0])[:, None]).ravel(), (np.asarray(theta) - problem.prior_mean) * problem.prior_sqrt_precision]
+    assert np.abs(np.asarray(r) - expected).max() < 1e-14  # the Huber residual written out: sqrt(2 c |r| - c^2) / |r| beyond c
     h = 1e-6
-    central = np.stack([(_flat(problem, theta.at[i].add(h), masks, 2.0) - _flat(problem, theta.at[i].add(-h), masks, 2.0)) / (2 * h) for i in range(4)], 1)
-    assert np.abs(np.asarray(jac) - central).max() < 1e-8  # central differences of smooth O(1) functions at h = 1e-6: ~1e-10
+    central = np.stack([(linearize(theta.at[i].add(h))[0] - linearize(theta.at[i].add(-h))[0]) / (2 * h) for i in range(3)], 1)
+    assert np.abs(np.asarray(jac)[:, :3] - central).max() < 1e-8  # central differences of smooth O(1) functions at h = 1e-6: ~1e-10
+    assert np.all(np.asarray(jac)[:, 3] == 0.0)  # the held parameter
     assert np.all(np.asarray(jac)[18:20] == 0.0)  # the masked row

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from robocal.solver.lm import LevenbergMarquardt, LMState
+from robocal.solver.lm import LevenbergMarquardt, Linearize, LMState
 from robocal.solver.robust import huber_row_scale
 
 # rows(theta, data) -> list of (n_i, k_i) whitened residual blocks, one per measurement.
@@ -62,18 +62,12 @@ def _robust(rows, huber):
     return rows if huber is None else rows * huber_row_scale(rows, huber)[:, None]
 
 
-def _flat(problem: MapProblem, theta, masks, huber):
-    """(m,) the cost's residual at theta: every measurement's rows (robust, masked), then the prior's."""
-    parts = [(_robust(rows, huber) * mask[:, None]).ravel() for rows, mask in zip(problem.rows(theta, problem.data), masks)]
-    parts.append((theta - problem.prior_mean) * problem.prior_sqrt_precision)
-    return jnp.concatenate(parts)
-
-
-def _flat_linearized(problem: MapProblem, theta, masks, huber):
-    """(`_flat` (m,), its Jacobian (m, p)) at theta. The measurements' Jacobian is the one
-    `_rows_and_jacobian` traces, so a solver and the covariance after it share one trace of it
-    (for a hand with contacts, seconds of every run); the robust weights are chained on row by row."""
-    blocks, jac = _rows_and_jacobian(theta, problem.data, problem.rows)
+@partial(jax.jit, static_argnames=("huber",))
+def _assemble(theta, blocks, jac, masks, mean, sqrt_prec, free, huber):
+    """(residual (m,), Jacobian (m, p)) of the cost at theta from the measurements' whitened row
+    blocks (n_i, k_i) and their stacked Jacobian (sum n_i k_i, p) there: the robust weights
+    chained on row by row, the masks applied, the prior's rows appended; a held entry's column
+    (`free` false) is zero."""
     values, jacobians, start = [], [], 0
     for rows, mask in zip(blocks, masks):
         n, k = rows.shape
@@ -84,46 +78,43 @@ def _flat_linearized(problem: MapProblem, theta, masks, huber):
             block_jac = jnp.einsum("nij,njp->nip", weights, block_jac)
         values.append((_robust(rows, huber) * mask[:, None]).ravel())
         jacobians.append((block_jac * mask[:, None, None]).reshape(n * k, -1))
-    values.append((theta - problem.prior_mean) * problem.prior_sqrt_precision)
-    jacobians.append(jnp.diag(jnp.asarray(problem.prior_sqrt_precision, dtype=jac.dtype)))
-    return jnp.concatenate(values), jnp.concatenate(jacobians)
+    values.append((theta - mean) * sqrt_prec)
+    jacobians.append(jnp.diag(jnp.asarray(sqrt_prec, dtype=jac.dtype)))
+    return jnp.concatenate(values), jnp.concatenate(jacobians) * free
 
 
-def _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol) -> tuple[LevenbergMarquardt, Callable]:
-    """The Levenberg-Marquardt of `_lm` over all of theta, the entries outside `free` (p,) bool
-    held at theta0, and the map from its iterate to theta. A held entry's Jacobian column is
-    zero, so its damped step is exactly zero: one compiled solver serves every choice of free
-    parameters (the baseline's frames and the full fit alike)."""
-    problem = MapProblem(problem_rows, data, mean, sqrt_prec)
-
-    def full(phi):
-        return jnp.where(free, phi, theta0)
+def _linearization(problem: MapProblem, theta0, free, masks, huber) -> Linearize:
+    """phi (p,) -> the cost's (residual, Jacobian) at theta = phi on `free`, theta0 elsewhere.
+    The measurements' part is `_rows_and_jacobian`, the covariance's: called from the host, one
+    compiled Jacobian serves the solver and the covariance after it (for a hand with contacts,
+    seconds of every run); traced inside a jit (a vectorized solve), it is part of that jit."""
 
     def linearize(phi):
-        r, jac = _flat_linearized(problem, full(phi), masks, huber)
-        return r, jac * free  # d full / d phi: a held entry's column is zero
+        theta = jnp.where(free, phi, theta0)
+        blocks, jac = _rows_and_jacobian(theta, problem.data, problem.rows)
+        return _assemble(theta, blocks, jac, masks, problem.prior_mean, problem.prior_sqrt_precision, free, huber)
 
+    return linearize
+
+
+def _solver(free, sqrt_prec, max_steps: int, tol: float) -> LevenbergMarquardt:
+    """Levenberg-Marquardt over all of theta (p,), the entries outside `free` (p,) bool held:
+    their Jacobian column is zero, so their damped step is exactly zero, and one compiled solver
+    serves every choice of free parameters (the baseline's frames and the full fit alike). Trust
+    region: a step moves no parameter by more than one prior sigma (1 m or 1 rad without a
+    prior), so a strongly nonlinear model (a contact that flips side) is not jumped across."""
+    sqrt_prec = jnp.asarray(sqrt_prec, dtype=float)
     has_prior = sqrt_prec > 0
-    solver = LevenbergMarquardt(
-        residual=lambda phi: _flat(problem, full(phi), masks, huber),
-        linearize=linearize,
-        step_bound=jnp.where(has_prior, 1.0 / jnp.where(has_prior, sqrt_prec, 1.0), 1.0),
-        free=free,
-        tol=tol,
-        max_steps=max_steps,
-    )
-    return solver, full
+    return LevenbergMarquardt(jnp.where(has_prior, 1.0 / jnp.where(has_prior, sqrt_prec, 1.0), 1.0), jnp.asarray(free), tol, max_steps)
 
 
-@partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
-def _lm(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
-    """(theta, steps, converged): Levenberg-Marquardt over the free entries of theta (`free`,
-    (p,) bool), the others staying at theta0. Trust region: a step moves no parameter by more than
-    one prior sigma (1 m or 1 rad without a prior), so a strongly nonlinear model (a contact that
-    flips side) is not jumped across."""
-    solver, full = _lm_solver(theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)
-    state = jax.lax.while_loop(lambda s: ~solver.terminate(s), solver.step, solver.init(theta0))
-    return full(state.phi), state.steps, state.done
+def _fit(problem: MapProblem, theta0: np.ndarray, free, masks: list[np.ndarray], huber: float | None, max_steps: int, tol: float):
+    """(theta (p,), steps, converged): Levenberg-Marquardt from theta0 over the `free` entries,
+    driven from the host (`LevenbergMarquardt.run`)."""
+    start = jnp.asarray(theta0, dtype=float)
+    linearize = _linearization(problem, start, free, [jnp.asarray(m, dtype=float) for m in masks], huber)
+    state = _solver(free, problem.prior_sqrt_precision, max_steps, tol).run(start, linearize)
+    return np.asarray(jnp.where(free, state.phi, start)), int(state.steps), bool(state.done)
 
 
 def fit(
@@ -140,11 +131,9 @@ def fit(
     (e.g. a calibration's baseline, the frames fitted to the nominal robot). It shares `solve`'s
     traced and compiled solver for the same problem, whatever `free` is."""
     if masks is None:
-        masks = [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
-    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
-    args = (_free_mask(free, len(theta0)), problem.data, problem.prior_mean, problem.prior_sqrt_precision)
-    theta, _, _ = _lm(jnp.asarray(theta0, dtype=float), *args, _device([np.asarray(m, dtype=float) for m in masks]), **statics)
-    return np.asarray(theta)
+        masks = _all_rows(problem, theta0)
+    huber = None if huber is None else float(huber)
+    return _fit(problem, theta0, _free_mask(free, len(theta0)), [np.asarray(m, dtype=float) for m in masks], huber, int(max_iterations), float(tolerance))[0]
 
 
 def solve_many(
@@ -157,14 +146,8 @@ def solve_many(
     the solves run one after the other, so a slow one (hundreds of steps) does not hold up the
     others as it would in a vectorized batch. free: (p,) boolean, as in `solve`."""
     free_mask = _free_mask(free, len(theta0))
-    args = (problem.data, problem.prior_mean, problem.prior_sqrt_precision)
-    statics = dict(problem_rows=problem.rows, huber=None, max_steps=int(max_iterations), tol=float(tolerance))
-    out, done = [], []
-    for b in range(len(masks[0])):
-        theta, _, ok = _lm(jnp.asarray(theta0, dtype=float), free_mask, *args, [jnp.asarray(m[b], dtype=float) for m in masks], **statics)
-        out.append(np.asarray(theta))
-        done.append(bool(ok))
-    return np.array(out), np.array(done)
+    fits = [_fit(problem, theta0, free_mask, [m[b] for m in masks], None, int(max_iterations), float(tolerance)) for b in range(len(masks[0]))]
+    return np.array([theta for theta, _, _ in fits]), np.array([converged for _, _, converged in fits])
 
 
 @partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
@@ -172,18 +155,19 @@ def _lm_batch_init(theta0, free, data, mean, sqrt_prec, masks, problem_rows, hub
     """The initial LMState of B members (a leading axis B on theta0, every data leaf and masks)."""
 
     def one(theta, data, masks):
-        return _lm_solver(theta, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)[0].init(theta)
+        linearize = _linearization(MapProblem(problem_rows, data, mean, sqrt_prec), theta, free, masks, huber)
+        return _solver(free, sqrt_prec, max_steps, tol).init(theta, *linearize(theta))
 
     return jax.vmap(one)(theta0, data, masks)
 
 
 @partial(jax.jit, static_argnames=("problem_rows", "huber", "max_steps", "tol"))
 def _lm_batch(state, quota, theta0, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol):
-    """`_lm` for B members at once: the LMStates `state` (leading axis B, as on theta0, every
+    """`_fit` for B members at once: the LMStates `state` (leading axis B, as on theta0, every
     data leaf and masks) advanced by vectorized steps, a member that has terminated left as it
     is, until at most `quota` members are still running. Returns (state, theta (B, p), running (B,)).
 
-    A member's sequence of states is the one `_lm` makes; the loop stops early (quota) so that
+    A member's sequence of states is the one `_fit` makes; the loop stops early (quota) so that
     the few members that need many more steps (a slipped joint, far from its prior) go on in a
     smaller batch instead of holding up all of them."""
 
@@ -192,7 +176,8 @@ def _lm_batch(state, quota, theta0, free, data, mean, sqrt_prec, masks, problem_
 
     def step(s: LMState) -> LMState:
         def one(s, theta, data, masks):
-            return _lm_solver(theta, free, data, mean, sqrt_prec, masks, problem_rows, huber, max_steps, tol)[0].step(s)
+            linearize = _linearization(MapProblem(problem_rows, data, mean, sqrt_prec), theta, free, masks, huber)
+            return _solver(free, sqrt_prec, max_steps, tol).step(s, linearize)
 
         new, keep = jax.vmap(one)(s, theta0, data, masks), running(s)
         return jax.tree.map(lambda a, b: jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - 1)), a, b), new, s)
@@ -207,7 +192,7 @@ def _take(tree, index: np.ndarray):
 
 
 def _fit_batch(theta0s: np.ndarray, free, datas: Sequence[Sequence], shared: tuple, masks: Sequence[list[np.ndarray]], statics: dict):
-    """(theta (B, p), steps (B,), converged (B,), compile seconds): `_lm` of each member, in
+    """(theta (B, p), steps (B,), converged (B,), compile seconds): `_fit` of each member, in
     vectorized rounds: all members until at most 1/16 of them run, then those in a batch of
     their own, and so on. Each round's batch is padded to a power of two (repeating its last
     member), so other batch sizes reuse the compiled rounds."""
@@ -266,15 +251,15 @@ def solve_batch(
     size = len(datas)
     theta0s = np.asarray(theta0s, dtype=float).reshape(size, -1)
     if masks is None:
-        masks = [[np.ones(s.shape[0]) for s in jax.eval_shape(problem.rows, jnp.asarray(theta0s[0]), datas[0])]] * size
+        masks = [_all_rows(replace(problem, data=datas[0]), theta0s[0])] * size
     masks = [[np.asarray(m, dtype=float) for m in ms] for ms in masks]
     free_mask = _free_mask(free, theta0s.shape[1])
-    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
+    huber = None if huber is None else float(huber)
+    statics = dict(problem_rows=problem.rows, huber=huber, max_steps=int(max_iterations), tol=float(tolerance))
     shared = (problem.prior_mean, problem.prior_sqrt_precision)
     t0 = time.perf_counter()
     first = _fit_batch(theta0s, free_mask, datas, shared, masks, statics)
     compile_seconds, batch_seconds = first[3], time.perf_counter() - t0 - first[3]
-    single: list = []
 
     def fitter(b: int, member: MapProblem) -> Callable:
         calls = iter(range(max_rejection_rounds + 2))
@@ -282,9 +267,7 @@ def solve_batch(
         def fit(theta: np.ndarray, masks: list[np.ndarray]):
             if next(calls) == 0:  # the batch's fit
                 return first[0][b], first[1][b], first[2][b]
-            if not single:
-                single.append(_lm.lower(jnp.asarray(theta), free_mask, member.data, *shared, _device(masks), **statics).compile())
-            return single[0](jnp.asarray(theta), free_mask, member.data, *shared, _device(masks))
+            return _fit(member, theta, free_mask, masks, huber, int(max_iterations), float(tolerance))
 
         return fit
 
@@ -350,21 +333,18 @@ def solve(
     `masks` (one 0/1 vector per measurement) leaves rows out from the start, e.g. the held-out
     fold of a cross-validation; the compiled solver is the same for every mask.
     """
-    if masks is None:
-        masks = [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
-    masks = [np.asarray(m, dtype=float) for m in masks]
+    masks = [np.asarray(m, dtype=float) for m in (_all_rows(problem, theta0) if masks is None else masks)]
     theta = np.asarray(theta0, dtype=float)
     free_mask = _free_mask(free, len(theta))
-    statics = dict(problem_rows=problem.rows, huber=None if huber is None else float(huber), max_steps=int(max_iterations), tol=float(tolerance))
     t0 = time.perf_counter()
-    args = (free_mask, problem.data, problem.prior_mean, problem.prior_sqrt_precision)
-    compiled = _lm.lower(jnp.asarray(theta), *args, _device(masks), **statics).compile()
+    # The solver's one large compiled code is the Jacobian's, shared with the covariance: compiled
+    # here so that `seconds` is warm time (the solver's small steps compile in milliseconds).
+    rows_and_jacobian(problem, theta)
+    compile_seconds = time.perf_counter() - t0
 
     def fit(theta: np.ndarray, masks: list[np.ndarray]):
-        return compiled(jnp.asarray(theta), *args, _device(masks))
+        return _fit(problem, theta, free_mask, masks, None if huber is None else float(huber), int(max_iterations), float(tolerance))
 
-    rows_and_jacobian(problem, theta)  # compiles the Jacobian too, so `seconds` is warm time
-    compile_seconds = time.perf_counter() - t0
     theta, steps, converged, masks, rejections = _fit_rejecting(fit, problem, theta, masks, outlier_threshold, max_rejection_rounds)
     covariance, cost = laplace(problem, theta, masks, np.flatnonzero(free_mask))
     return Solution(
@@ -386,8 +366,9 @@ def _free_mask(free: np.ndarray | None, p: int) -> jax.Array:
     return jnp.asarray(np.ones(p, bool) if free is None else np.asarray(free, bool).reshape(p))
 
 
-def _device(masks: list[np.ndarray]) -> list[jax.Array]:
-    return [jnp.asarray(m) for m in masks]
+def _all_rows(problem: MapProblem, theta0: np.ndarray) -> list[np.ndarray]:
+    """Masks (n_k,) keeping every row of each measurement."""
+    return [np.ones(shape.shape[0]) for shape in jax.eval_shape(problem.rows, jnp.asarray(theta0, dtype=float), problem.data)]
 
 
 def _fit_rejecting(fit: Callable, problem: MapProblem, theta: np.ndarray, masks: list[np.ndarray], threshold: float | None, max_rounds: int):
