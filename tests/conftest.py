@@ -19,16 +19,30 @@ def shared_path(relative: str) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/validation first: its files (published figures reproduced on real data, whole
+    studies) are the suite's slowest, and `-n 2 --dist loadfile` hands out files in collection
+    order, so behind them the two workers finish on small files together instead of one waiting
+    for the other's last long file. The order within the folders is kept."""
+    items.sort(key=lambda item: item.path.parent.name != "validation")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _compilation_cache(tmp_path_factory):
     """One persistent compilation cache for the run, empty at its start (as on a clean CI
-    machine) and shared with the `robocal` subprocesses: problems of the same structure (the
-    hands of a study, the folds of a cross-validation) compile once, not once per Problem."""
+    machine) and shared by the run's pytest-xdist workers and the `robocal` subprocesses: problems
+    of the same structure (the hands of a study, the folds of a cross-validation, the same robot
+    in two test files) compile once, not once per Problem or worker. The workers' temporary
+    folders lie in the run's own; a worker that reads an entry while another still writes it gets
+    JAX's warning and compiles that one itself."""
     import os
 
     from robocal.runtime import enable_compilation_cache
 
-    os.environ["ROBOCAL_JAX_CACHE"] = str(tmp_path_factory.mktemp("jax_cache"))
+    run = tmp_path_factory.getbasetemp()
+    folder = (run.parent if "PYTEST_XDIST_WORKER" in os.environ else run) / "jax_cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["ROBOCAL_JAX_CACHE"] = str(folder)
     enable_compilation_cache()
 
 
