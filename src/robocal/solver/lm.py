@@ -41,7 +41,7 @@ class Proposal(NamedTuple):
     predicted: jax.Array
 
 
-@partial(jax.tree_util.register_dataclass, data_fields=["step_bound", "free"], meta_fields=["tol", "max_steps"])
+@partial(jax.tree_util.register_dataclass, data_fields=["step_bound", "free", "tol", "max_steps"], meta_fields=[])
 @dataclass(frozen=True)
 class LevenbergMarquardt:
     """Levenberg-Marquardt on a residual given with its Jacobian by a `Linearize` function.
@@ -60,8 +60,8 @@ class LevenbergMarquardt:
 
     step_bound: jax.Array  # (f,)
     free: jax.Array  # (f,) bool: the entries the convergence test looks at (a held one does not move)
-    tol: float
-    max_steps: int
+    tol: float | jax.Array  # data, like the others: other settings reuse the compiled steps
+    max_steps: int | jax.Array
 
     def init(self, phi0: jax.Array, r0: jax.Array, jac0: jax.Array) -> LMState:
         """The state at phi0, given the residual r0 (m,) and Jacobian jac0 (m, f) there."""

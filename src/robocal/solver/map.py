@@ -336,14 +336,14 @@ def solve(
     masks = [np.asarray(m, dtype=float) for m in (_all_rows(problem, theta0) if masks is None else masks)]
     theta = np.asarray(theta0, dtype=float)
     free_mask = _free_mask(free, len(theta))
-    t0 = time.perf_counter()
-    # The solver's one large compiled code is the Jacobian's, shared with the covariance: compiled
-    # here so that `seconds` is warm time (the solver's small steps compile in milliseconds).
-    rows_and_jacobian(problem, theta)
-    compile_seconds = time.perf_counter() - t0
+    huber = None if huber is None else float(huber)
 
-    def fit(theta: np.ndarray, masks: list[np.ndarray]):
-        return _fit(problem, theta, free_mask, masks, None if huber is None else float(huber), int(max_iterations), float(tolerance))
+    def fit(theta: np.ndarray, masks: list[np.ndarray], steps: int = int(max_iterations)):
+        return _fit(problem, theta, free_mask, masks, huber, steps, float(tolerance))
+
+    t0 = time.perf_counter()
+    fit(theta, masks, 1)  # compiles the Jacobian (the covariance's too) and the solver's steps: `seconds` is warm time
+    compile_seconds = time.perf_counter() - t0
 
     theta, steps, converged, masks, rejections = _fit_rejecting(fit, problem, theta, masks, outlier_threshold, max_rejection_rounds)
     covariance, cost = laplace(problem, theta, masks, np.flatnonzero(free_mask))
