@@ -105,7 +105,8 @@ class LevenbergMarquardt:
         """The iterations from phi0 to termination, driven from the host: `linearize` is called
         as it is (its own compiled code, shared with whoever else calls it) and the solver's
         small steps are compiled apart, so no compiled loop holds a second copy of the
-        Jacobian's code. A host round trip per iteration costs well under a millisecond."""
+        Jacobian's code. Each iteration makes a few dispatches and reads one flag back: a few
+        milliseconds per warm solve (docs/benchmarks.md, "One compiled Jacobian per problem")."""
         state = _init(self, phi0, *linearize(phi0))
         while not bool(_terminate(self, state)):
             proposal = _propose(self, state)
