@@ -1,5 +1,6 @@
 """Forward kinematics as one compiled graph: the NumPy and JAX paths of the transforms agree,
-the motion of a joint equals an independent rotation (SciPy's rotation vector), and batched FK on
+the motion of a joint equals an independent rotation (SciPy's rotation vector), a DH row the
+product of its elementary transforms, and batched FK on
 rows padded to a bucket gives the unpadded poses and compiles once for every row count in the
 bucket."""
 
@@ -73,6 +74,28 @@ def test_transforms_agree_in_numpy_and_jax():
         rotation = Rotation.from_rotvec(delta[3:]).as_matrix()
         np.testing.assert_allclose(tf.perturbation(delta)[:3, :3], rotation, atol=EXACT)
         np.testing.assert_allclose(tf.matrix_to_rotvec(rotation), Rotation.from_matrix(rotation).as_rotvec(), atol=1e-12)
+
+
+def test_dh_rows_are_the_products_of_their_four_elementary_transforms():
+    """The multiplied-out DH matrices against the products that define them, built from SciPy's
+    rotations: modified RotX(alpha) TransX(a) RotZ(theta) TransZ(d), standard RotZ(theta)
+    TransZ(d) TransX(a) RotX(alpha)."""
+
+    def rotation(axis: str, angle: float) -> np.ndarray:
+        m = np.eye(4)
+        m[:3, :3] = Rotation.from_euler(axis, angle).as_matrix()
+        return m
+
+    def shift(axis: int, length: float) -> np.ndarray:
+        m = np.eye(4)
+        m[axis, 3] = length
+        return m
+
+    for d, theta, a, alpha in np.random.default_rng(2).normal(size=(20, 4)) * [0.1, 2.0, 0.1, 2.0]:
+        modified = rotation("x", alpha) @ shift(0, a) @ rotation("z", theta) @ shift(2, d)
+        standard = rotation("z", theta) @ shift(2, d) @ shift(0, a) @ rotation("x", alpha)
+        np.testing.assert_allclose(tf.dh_modified(d, theta, a, alpha), modified, atol=EXACT)
+        np.testing.assert_allclose(tf.dh_standard(d, theta, a, alpha), standard, atol=EXACT)
 
 
 def test_batched_fk_padded_rows_compile_once(tiny):

@@ -51,10 +51,6 @@ def homogeneous(rotation, translation):
     return xp.concatenate([top, xp.array([[0.0, 0.0, 0.0, 1.0]])], axis=0)
 
 
-def translation(v):
-    return homogeneous(np.eye(3), v)
-
-
 # skew(v) = LEVI_CIVITA @ v: entry (i, j) is -sum_k eps_ijk v_k (one exact product in a traced graph)
 LEVI_CIVITA = -np.array([[[0, 0, 0], [0, 0, 1], [0, -1, 0]], [[0, 0, -1], [0, 0, 0], [1, 0, 0]], [[0, 1, 0], [-1, 0, 0], [0, 0, 0]]], dtype=float)
 
@@ -104,23 +100,18 @@ def axis_angle_to_matrix(axis, angle):
 
 
 def dh_modified(d, theta, a, alpha):
-    """Craig's modified DH: RotX(alpha) TransX(a) RotZ(theta) TransZ(d)."""
+    """Craig's modified DH, RotX(alpha) TransX(a) RotZ(theta) TransZ(d), multiplied out (a third
+    of the primitives of the product in a traced graph)."""
     xp = array_module(d, theta, a, alpha)
-    rx = homogeneous(rot_x(alpha), np.zeros(3))
-    tx = translation(xp.array([a, 0.0, 0.0]))
-    rz = homogeneous(rot_z(theta), np.zeros(3))
-    tz = translation(xp.array([0.0, 0.0, d]))
-    return rx @ tx @ rz @ tz
+    ct, st, ca, sa = xp.cos(theta), xp.sin(theta), xp.cos(alpha), xp.sin(alpha)
+    return xp.array([[ct, -st, 0.0, a], [st * ca, ct * ca, -sa, -sa * d], [st * sa, ct * sa, ca, ca * d], [0.0, 0.0, 0.0, 1.0]])
 
 
 def dh_standard(d, theta, a, alpha):
-    """Classic (distal) DH: RotZ(theta) TransZ(d) TransX(a) RotX(alpha)."""
+    """Classic (distal) DH, RotZ(theta) TransZ(d) TransX(a) RotX(alpha), multiplied out."""
     xp = array_module(d, theta, a, alpha)
-    rz = homogeneous(rot_z(theta), np.zeros(3))
-    tz = translation(xp.array([0.0, 0.0, d]))
-    tx = translation(xp.array([a, 0.0, 0.0]))
-    rx = homogeneous(rot_x(alpha), np.zeros(3))
-    return rz @ tz @ tx @ rx
+    ct, st, ca, sa = xp.cos(theta), xp.sin(theta), xp.cos(alpha), xp.sin(alpha)
+    return xp.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st], [0.0, sa, ca, d], [0.0, 0.0, 0.0, 1.0]])
 
 
 # ---- NumPy helpers for I/O (not differentiated) ---------------------------------------------
