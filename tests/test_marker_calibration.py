@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
+from scipy.spatial.transform import Rotation
 
 from robocal.calibration import calibrate
 from robocal.frames import placement_matrix
@@ -182,7 +183,7 @@ def tracker(hand_file, tmp_path_factory):
     body = MarkerBody("body", "middle_tip", np.array([[0.02, 0.0, 0.0], [0.0, 0.015, 0.0]]), body=BODY, orientation=True)
     table = simulate_markers(folder / "tracker.csv", robot, robot.nominal, sample_configurations(tree, 40, seed=4), [tip, body], frame=TRACKER)
     columns = [table.header.index(c) for c in body.quaternion_columns()]
-    bias = np.asarray(tf.rot_z(YAW_BIAS))
+    bias = Rotation.from_euler("z", YAW_BIAS).as_matrix()
     values = table.values.copy()
     values[:, columns] = [tf.matrix_to_quaternion(np.asarray(tf.quaternion_to_matrix(jnp.asarray(qt))) @ bias) for qt in values[:, columns]]
     write_csv(folder / "tracker.csv", table.header, values)

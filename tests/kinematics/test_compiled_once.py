@@ -64,7 +64,13 @@ def test_transforms_agree_in_numpy_and_jax():
     per function) and, for rotations, against SciPy."""
     rng = np.random.default_rng(1)
     deltas, dh, quaternions = rng.normal(size=(20, 6)), rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
-    for f, args in ((tf.perturbation, (deltas,)), (tf.dh_modified, tuple(dh.T)), (tf.dh_standard, tuple(dh.T)), (tf.quaternion_to_matrix, (quaternions,))):
+    for f, args in (
+        (tf.perturbation, (deltas,)),
+        (tf.rpy_to_matrix, (deltas[:, 3:],)),
+        (tf.dh_modified, tuple(dh.T)),
+        (tf.dh_standard, tuple(dh.T)),
+        (tf.quaternion_to_matrix, (quaternions,)),
+    ):
         numpy_values = [f(*row) for row in zip(*args)]
         assert all(isinstance(value, np.ndarray) for value in numpy_values)
         traced = jax.jit(jax.vmap(f))(*(jnp.asarray(a) for a in args))
@@ -74,6 +80,7 @@ def test_transforms_agree_in_numpy_and_jax():
         rotation = Rotation.from_rotvec(delta[3:]).as_matrix()
         np.testing.assert_allclose(tf.perturbation(delta)[:3, :3], rotation, atol=EXACT)
         np.testing.assert_allclose(tf.matrix_to_rotvec(rotation), Rotation.from_matrix(rotation).as_rotvec(), atol=1e-12)
+        np.testing.assert_allclose(tf.rpy_to_matrix(delta[3:]), Rotation.from_euler("xyz", delta[3:]).as_matrix(), atol=EXACT)  # fixed axes x, y, z
 
 
 def test_dh_rows_are_the_products_of_their_four_elementary_transforms():

@@ -148,10 +148,13 @@ ANGLES: dict[float, str] = {_expression(_pi_text(k)): _pi_text(k) for k in range
 def _tidy(value: float, angle: bool = False) -> float:
     """`value`, or 0 (or, for an angle, a multiple of pi / 12) when it is within 1e-14 of it, or its
     12-digit rounding within 2e-15: the rounding noise of the geometry (1.5707963267948968 for
-    pi / 2, 0.3839999999999999 for 0.384) goes, and tables read as written."""
+    pi / 2, 0.3839999999999999 for 0.384) goes, and tables read as written. An angle of -pi is
+    pi: `arctan2` gives either for a half turn, by the sign of a rounding-noise zero."""
     value = float(value)
     if abs(value) < 1e-14:
         return 0.0
+    if angle and abs(value + np.pi) < 1e-14:
+        return float(np.pi)
     if angle:
         for multiple in ANGLES:
             if abs(value - multiple) < 1e-14:

@@ -20,29 +20,13 @@ def array_module(*args):
     return jnp if any(isinstance(a, jax.Array) for a in args) else np
 
 
-def rot_x(a):
-    xp = array_module(a)
-    c, s = xp.cos(a), xp.sin(a)
-    o, z = xp.ones_like(a), xp.zeros_like(a)
-    return xp.array([[o, z, z], [z, c, -s], [z, s, c]])
-
-
-def rot_y(a):
-    xp = array_module(a)
-    c, s = xp.cos(a), xp.sin(a)
-    o, z = xp.ones_like(a), xp.zeros_like(a)
-    return xp.array([[c, z, s], [z, o, z], [-s, z, c]])
-
-
-def rot_z(a):
-    xp = array_module(a)
-    c, s = xp.cos(a), xp.sin(a)
-    o, z = xp.ones_like(a), xp.zeros_like(a)
-    return xp.array([[c, -s, z], [s, c, z], [z, z, o]])
-
-
 def rpy_to_matrix(rpy):
-    return rot_z(rpy[2]) @ rot_y(rpy[1]) @ rot_x(rpy[0])
+    """Rz(yaw) Ry(pitch) Rx(roll), multiplied out (a third of the primitives of the product in a
+    traced graph)."""
+    xp = array_module(rpy)
+    (cr, cp, cy), (sr, sp, sy) = xp.cos(rpy), xp.sin(rpy)
+    csp, ssp = cy * sp, sy * sp
+    return xp.array([[cy * cp, csp * sr - sy * cr, csp * cr + sy * sr], [sy * cp, ssp * sr + cy * cr, ssp * cr - cy * sr], [-sp, cp * sr, cp * cr]])
 
 
 def homogeneous(rotation, translation):
