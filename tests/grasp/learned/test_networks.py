@@ -15,41 +15,38 @@ def _inputs(grid, n, seed=1):
 
 
 def test_shapes_for_configurable_grids_and_split_outputs():
-    """Shapes by abstract evaluation (a random initialization of new weight shapes compiles one
-    program per shape: 16 s for these four networks); the scale's sign on computed values."""
+    """Shapes by abstract evaluation; the scale's sign on computed values."""
     for grid in (16, 24):
         # abstract inputs: only their shapes enter (random values would compile programs of their own)
         voxels, x = jax.ShapeDtypeStruct((grid,) * 3, jnp.float64), jax.ShapeDtypeStruct((48,), jnp.float64)
 
         def estimate(voxels, x, grid=grid):
-            est = networks.estimator_network(grid, 12, jax.random.PRNGKey(0), width=32)
+            est = networks.estimator_network(grid, 12, 0, width=32)
             return est.encode(voxels), networks.split_estimate(est(voxels, x))
 
         features, (wrench, scale) = eqx.filter_eval_shape(estimate, voxels, x)
         side = -(-grid // 16)  # four stride-2 convolutions: G -> ceil(G / 16) per side, 32 channels
         assert features.shape == (32 * side**3,) and wrench.shape == (6,) and scale.shape == ()
-        torques = eqx.filter_eval_shape(
-            lambda voxels, grid=grid: networks.predictor_network(grid, 12, jax.random.PRNGKey(0), width=32)(voxels, jnp.zeros(30)), voxels
-        )
+        torques = eqx.filter_eval_shape(lambda voxels, grid=grid: networks.predictor_network(grid, 12, 0, width=32)(voxels, jnp.zeros(30)), voxels)
         assert torques.shape == (12,)
     voxels, x = _inputs(16, 48)
-    _, scale = networks.split_estimate(networks.estimator_network(16, 12, jax.random.PRNGKey(0), width=32)(voxels, x))
+    _, scale = networks.split_estimate(networks.estimator_network(16, 12, 0, width=32)(voxels, x))
     assert float(scale) > 0.0
 
 
 def test_encoding_once_gives_the_full_call_and_seed_fixes_weights():
-    net = networks.estimator_network(16, 12, jax.random.PRNGKey(3), width=32)
+    net = networks.estimator_network(16, 12, 3, width=32)
     voxels, x = _inputs(16, 48)
     features = net.encode(voxels)
     np.testing.assert_allclose(net.head(features, x), net(voxels, x), rtol=0, atol=1e-14)
-    again = networks.estimator_network(16, 12, jax.random.PRNGKey(3), width=32)
+    again = networks.estimator_network(16, 12, 3, width=32)
     np.testing.assert_array_equal(again(voxels, x), net(voxels, x))
-    other = networks.estimator_network(16, 12, jax.random.PRNGKey(4), width=32)
+    other = networks.estimator_network(16, 12, 4, width=32)
     assert not np.allclose(other(voxels, x), net(voxels, x))
 
 
 def test_object_grid_changes_the_output():
-    net = networks.predictor_network(16, 12, jax.random.PRNGKey(0), width=32)
+    net = networks.predictor_network(16, 12, 0, width=32)
     voxels, _ = _inputs(16, 48)  # the grid of the other tests (the vector input is not used here)
     x = jnp.zeros(30)
     assert float(jnp.max(jnp.abs(net(voxels, x) - net(jnp.zeros_like(voxels), x)))) > 1e-6

@@ -65,14 +65,14 @@ class Models:
 
 def skeleton(config: TrainConfig, grid: int, n_joints: int) -> Scaled:
     """A network of `config`'s shape with zero weights and neutral scaling (output 0 for any
-    input), to read serialized leaves into. The weights' shapes come from tracing the
-    initialization, not from running it: a random initialization compiles one program per weight
-    shape (6 s for the two networks in a fresh process)."""
+    input), to read serialized leaves into."""
     n_in = 4 * n_joints if config.network == "estimator" else 2 * n_joints + 6
     n_out = 7 if config.network == "estimator" else n_joints
     make = networks.estimator_network if config.network == "estimator" else networks.predictor_network
-    shapes = eqx.filter_eval_shape(lambda: make(grid, n_joints, jax.random.PRNGKey(0), channels=config.channels, width=config.width))
-    net = jax.tree.map(lambda leaf: jnp.asarray(np.zeros(leaf.shape, leaf.dtype)) if isinstance(leaf, jax.ShapeDtypeStruct) else leaf, shapes)
+    net = jax.tree.map(
+        lambda leaf: jnp.asarray(np.zeros(leaf.shape, leaf.dtype)) if eqx.is_array(leaf) else leaf,
+        make(grid, n_joints, 0, channels=config.channels, width=config.width),
+    )
     return in_precision(Scaled(net, jnp.zeros(n_in), jnp.ones(n_in), jnp.zeros(n_out), jnp.ones(n_out)), config.precision)
 
 

@@ -16,6 +16,9 @@ inputs, outputs in SI units), as trained and shipped; `in_precision` casts its w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -34,21 +37,22 @@ class GraspNetwork(eqx.Module):
         grid: int,
         n_inputs: int,
         n_outputs: int,
-        key: jax.Array,
+        seed: int,
         channels: tuple[int, ...] = CHANNELS,
         width: int = WIDTH,
     ):
         """grid: voxels per side G; n_inputs: length of the vector input; n_outputs: length of
-        the output; channels: the four convolutions' output channels; width: dense width."""
-        keys = jax.random.split(key, len(channels) + 4)
+        the output; seed: of the initial weights (`_drawn`); channels: the four convolutions'
+        output channels; width: dense width."""
+        rng = np.random.default_rng(seed)
         sizes = (1,) + tuple(channels)
-        self.convs = tuple(eqx.nn.Conv3d(sizes[i], sizes[i + 1], 3, stride=2, padding=1, key=keys[i]) for i in range(len(channels)))
+        self.convs = tuple(_drawn(partial(eqx.nn.Conv3d, sizes[i], sizes[i + 1], 3, stride=2, padding=1), rng) for i in range(len(channels)))
         side = grid
         for _ in channels:
             side = (side + 1) // 2  # kernel 3, stride 2, padding 1
         n_features = channels[-1] * side**3
         dims = (n_features + n_inputs, width, width, width, n_outputs)
-        self.dense = tuple(eqx.nn.Linear(dims[i], dims[i + 1], key=keys[len(channels) + i]) for i in range(4))
+        self.dense = tuple(_drawn(partial(eqx.nn.Linear, dims[i], dims[i + 1]), rng) for i in range(4))
 
     def encode(self, voxels: jnp.ndarray) -> jnp.ndarray:
         """Object features (F,) of an occupancy grid (G, G, G)."""
@@ -69,14 +73,25 @@ class GraspNetwork(eqx.Module):
         return self.head(self.encode(voxels), inputs)
 
 
-def estimator_network(grid: int, n_joints: int, key: jax.Array, **kwargs) -> GraspNetwork:
+def _drawn(layer: Callable[..., eqx.Module], rng: np.random.Generator) -> eqx.Module:
+    """The equinox layer `layer(key=...)` makes (a Linear or a Conv), its weight and bias drawn by
+    NumPy from `rng` as equinox draws them, uniform in +-1 / sqrt(fan in): equinox's own draw
+    compiles one random-number program per weight shape (about 0.4 s each on a CPU, seconds of a
+    small training run's start)."""
+    shapes = eqx.filter_eval_shape(lambda: layer(key=jax.random.PRNGKey(0)))
+    bound = 1.0 / np.sqrt(np.prod(shapes.weight.shape[1:]))
+    weight, bias = (jnp.asarray(rng.uniform(-bound, bound, leaf.shape)) for leaf in (shapes.weight, shapes.bias))
+    return eqx.tree_at(lambda m: (m.weight, m.bias), shapes, (weight, bias))
+
+
+def estimator_network(grid: int, n_joints: int, seed: int, **kwargs) -> GraspNetwork:
     """Wrench estimator: inputs (4 L) q_grasp, q_contact, q_d, tau_m; outputs wrench and scale (7)."""
-    return GraspNetwork(grid, 4 * n_joints, 7, key, **kwargs)
+    return GraspNetwork(grid, 4 * n_joints, 7, seed, **kwargs)
 
 
-def predictor_network(grid: int, n_joints: int, key: jax.Array, **kwargs) -> GraspNetwork:
+def predictor_network(grid: int, n_joints: int, seed: int, **kwargs) -> GraspNetwork:
     """Torque predictor: inputs (2 L + 6) q_grasp, q_init, wrench; outputs torques (L,)."""
-    return GraspNetwork(grid, 2 * n_joints + 6, n_joints, key, **kwargs)
+    return GraspNetwork(grid, 2 * n_joints + 6, n_joints, seed, **kwargs)
 
 
 def split_estimate(output: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:

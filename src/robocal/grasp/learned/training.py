@@ -108,10 +108,9 @@ def arrays(data: dict[str, np.ndarray], network: str) -> tuple[np.ndarray, np.nd
 def new_network(config: TrainConfig, grid: int, inputs: np.ndarray, targets: np.ndarray) -> Scaled:
     """A freshly initialized network (seeded) with the statistics of the training inputs (S, n)
     and targets (S, m)."""
-    key = jax.random.PRNGKey(config.seed)
     n_joints = targets.shape[1] if config.network == "predictor" else inputs.shape[1] // 4
     make = networks.estimator_network if config.network == "estimator" else networks.predictor_network
-    net = make(grid, n_joints, key, channels=config.channels, width=config.width)
+    net = make(grid, n_joints, config.seed, channels=config.channels, width=config.width)
     x_std = np.where(inputs.std(axis=0) > 1e-9, inputs.std(axis=0), 1.0)
     y_mean, y_std = targets.mean(axis=0), np.where(targets.std(axis=0) > 1e-9, targets.std(axis=0), 1.0)
     if config.network == "estimator":  # the seventh output is the scale (N) before its softplus
