@@ -4,6 +4,7 @@ traceback or a silently wrong tree (issue 17's list, one named test per case).""
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -154,11 +155,15 @@ def dh_error(tmp_path: Path, row: str) -> RobocalError:
         "{name: j1, theta: pi/0}",
         "{name: j1, alpha: true}",
         "{name: j1, theta: 'import os'}",
+        "{name: j1, theta: '1if 1 else 2'}",
     ],
 )
 def test_dh_row_with_a_bad_number(tmp_path, row):
-    error = dh_error(tmp_path, row)
-    assert "chains[0].joints[0]" in str(error)
+    """A located error, and nothing else: no warning of Python's parser ("invalid decimal literal")."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        error = dh_error(tmp_path, row)
+    assert "chains[0].joints[0]" in str(error) and not caught, [str(w.message) for w in caught]
 
 
 def test_dh_mimic_cycle(tmp_path):

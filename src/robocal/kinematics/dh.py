@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
@@ -54,7 +55,10 @@ def _expression(value) -> float:
         raise ValueError(f"'{value}' is not a number or an expression in pi")
 
     try:
-        return ev(ast.parse(str(value), mode="eval").body)
+        with warnings.catch_warnings():  # "1if 2": Python's warning is noise beside the error below
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(str(value), mode="eval")
+        return ev(tree.body)
     except (SyntaxError, RecursionError, ZeroDivisionError, OverflowError):
         raise ValueError(f"'{value}' is not a number or an expression in pi") from None
 
