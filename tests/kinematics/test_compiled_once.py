@@ -1,8 +1,7 @@
 """Forward kinematics as one compiled graph: the NumPy and JAX paths of the transforms agree,
-the motion of a joint equals an independent rotation (SciPy's rotation vector), a DH row the
-product of its elementary transforms, and batched FK on
-rows padded to a bucket gives the unpadded poses and compiles once for every row count in the
-bucket."""
+the motion of a joint equals an independent rotation (SciPy's rotation vector), a DH row equals
+the product of its elementary transforms, and batched FK on rows padded to a bucket gives the
+unpadded poses and compiles once for every row count in the bucket."""
 
 import jax
 import jax.numpy as jnp

@@ -21,8 +21,8 @@ def array_module(*args):
 
 
 def rpy_to_matrix(rpy):
-    """Rz(yaw) Ry(pitch) Rx(roll), multiplied out (a third of the primitives of the product in a
-    traced graph)."""
+    """Rz(yaw) Ry(pitch) Rx(roll), multiplied out: fewer primitives in a traced graph than the
+    product of the three rotations."""
     xp = array_module(rpy)
     (cr, cp, cy), (sr, sp, sy) = xp.cos(rpy), xp.sin(rpy)
     csp, ssp = cy * sp, sy * sp
@@ -84,8 +84,8 @@ def axis_angle_to_matrix(axis, angle):
 
 
 def dh_modified(d, theta, a, alpha):
-    """Craig's modified DH, RotX(alpha) TransX(a) RotZ(theta) TransZ(d), multiplied out (a third
-    of the primitives of the product in a traced graph)."""
+    """Craig's modified DH, RotX(alpha) TransX(a) RotZ(theta) TransZ(d), multiplied out: fewer
+    primitives in a traced graph than the product of the four transforms."""
     xp = array_module(d, theta, a, alpha)
     ct, st, ca, sa = xp.cos(theta), xp.sin(theta), xp.cos(alpha), xp.sin(alpha)
     return xp.array([[ct, -st, 0.0, a], [st * ca, ct * ca, -sa, -sa * d], [st * sa, ct * sa, ca, ca * d], [0.0, 0.0, 0.0, 1.0]])
