@@ -69,10 +69,7 @@ def skeleton(config: TrainConfig, grid: int, n_joints: int) -> Scaled:
     n_in = 4 * n_joints if config.network == "estimator" else 2 * n_joints + 6
     n_out = 7 if config.network == "estimator" else n_joints
     make = networks.estimator_network if config.network == "estimator" else networks.predictor_network
-    net = jax.tree.map(
-        lambda leaf: jnp.asarray(np.zeros(leaf.shape, leaf.dtype)) if eqx.is_array(leaf) else leaf,
-        make(grid, n_joints, 0, channels=config.channels, width=config.width),
-    )
+    net = make(grid, n_joints, None, channels=config.channels, width=config.width)
     return in_precision(Scaled(net, jnp.zeros(n_in), jnp.ones(n_in), jnp.zeros(n_out), jnp.ones(n_out)), config.precision)
 
 

@@ -37,14 +37,15 @@ class GraspNetwork(eqx.Module):
         grid: int,
         n_inputs: int,
         n_outputs: int,
-        seed: int,
+        seed: int | None,
         channels: tuple[int, ...] = CHANNELS,
         width: int = WIDTH,
     ):
         """grid: voxels per side G; n_inputs: length of the vector input; n_outputs: length of
-        the output; seed: of the initial weights (`_drawn`); channels: the four convolutions'
-        output channels; width: dense width."""
-        rng = np.random.default_rng(seed)
+        the output; seed: of the initial weights (`_drawn`), None for zero weights (a network to
+        read serialized weights into); channels: the four convolutions' output channels; width:
+        dense width."""
+        rng = None if seed is None else np.random.default_rng(seed)
         sizes = (1,) + tuple(channels)
         self.convs = tuple(_drawn(partial(eqx.nn.Conv3d, sizes[i], sizes[i + 1], 3, stride=2, padding=1), rng) for i in range(len(channels)))
         side = grid
@@ -73,23 +74,24 @@ class GraspNetwork(eqx.Module):
         return self.head(self.encode(voxels), inputs)
 
 
-def _drawn(layer: Callable[..., eqx.Module], rng: np.random.Generator) -> eqx.Module:
+def _drawn(layer: Callable[..., eqx.Module], rng: np.random.Generator | None) -> eqx.Module:
     """The equinox layer `layer(key=...)` makes (a Linear or a Conv), its weight and bias drawn by
-    NumPy from `rng` as equinox draws them, uniform in +-1 / sqrt(fan in): equinox's own draw
-    compiles one random-number program per weight shape (about 0.4 s each on a CPU, seconds of a
-    small training run's start)."""
+    NumPy from `rng` as equinox draws them, uniform in +-1 / sqrt(fan in), or zero without `rng`:
+    equinox's own draw compiles one random-number program per weight shape (about 0.4 s each on
+    a CPU, seconds of a small training run's start)."""
     shapes = eqx.filter_eval_shape(lambda: layer(key=jax.random.PRNGKey(0)))
     bound = 1.0 / np.sqrt(np.prod(shapes.weight.shape[1:]))
-    weight, bias = (jnp.asarray(rng.uniform(-bound, bound, leaf.shape)) for leaf in (shapes.weight, shapes.bias))
+    draw = np.zeros if rng is None else partial(rng.uniform, -bound, bound)
+    weight, bias = (jnp.asarray(draw(leaf.shape)) for leaf in (shapes.weight, shapes.bias))
     return eqx.tree_at(lambda m: (m.weight, m.bias), shapes, (weight, bias))
 
 
-def estimator_network(grid: int, n_joints: int, seed: int, **kwargs) -> GraspNetwork:
+def estimator_network(grid: int, n_joints: int, seed: int | None, **kwargs) -> GraspNetwork:
     """Wrench estimator: inputs (4 L) q_grasp, q_contact, q_d, tau_m; outputs wrench and scale (7)."""
     return GraspNetwork(grid, 4 * n_joints, 7, seed, **kwargs)
 
 
-def predictor_network(grid: int, n_joints: int, seed: int, **kwargs) -> GraspNetwork:
+def predictor_network(grid: int, n_joints: int, seed: int | None, **kwargs) -> GraspNetwork:
     """Torque predictor: inputs (2 L + 6) q_grasp, q_init, wrench; outputs torques (L,)."""
     return GraspNetwork(grid, 2 * n_joints + 6, n_joints, seed, **kwargs)
 
