@@ -203,6 +203,10 @@ def grasp_train(
         ),
     ] = "all",
     quantile: Annotated[float, typer.Option("--quantile", help="t of the estimator's scale loss, in (0, 1) (paper: 0.05)")] = 0.05,
+    shift_augment: Annotated[
+        int,
+        typer.Option("--shift-augment", min=0, max=8, help="move each training grid by a random offset of up to this many voxels along each axis (0: none)"),
+    ] = 0,
 ) -> None:
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
@@ -228,6 +232,8 @@ def grasp_train(
         raise RobocalError(f"--quantile {quantile:g}: must lie strictly between 0 and 1")
     if layers == "dense" and init is None:
         raise RobocalError("--layers dense: give --init, the trained networks whose convolutions the run keeps")
+    if layers == "dense" and shift_augment:
+        raise RobocalError("--shift-augment with --layers dense: the dense layers train on every grid encoded once, as seen")
     other_runs = all((out_dir / name / STATE).exists() for name in NETWORKS)  # the other network trained by an earlier call
     if weights is not None and init is None and set(chosen) != set(NETWORKS) and not other_runs:
         raise RobocalError(f"--weights with --networks {networks}: give --init, whose other network goes into the weights folder")
@@ -254,6 +260,7 @@ def grasp_train(
             init=str(init) if init is not None else None,
             layers=layers,
             quantile=quantile,
+            shift_augment=shift_augment,
         )
         with progress_bar(remaining=True) as bar:
             task = bar.add_task(f"{name} steps", total=steps)

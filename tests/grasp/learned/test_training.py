@@ -232,6 +232,31 @@ def test_a_grouped_step_takes_the_loss_of_its_samples_each_encoded(tiny_dataset,
     assert state["curves"][-1][2] < 0.5 * state["constant_val_loss"]
 
 
+def test_an_augmented_step_takes_the_loss_of_its_samples_on_their_grids_moved(tiny_dataset):
+    """With shift_augment 2 the step's loss is that of its samples run one by one through the whole
+    network on their grids moved by the step's offsets (indexing with clipped coordinates, not
+    `networks.moved`); the offsets differ from grid to grid; and dense layers alone take none."""
+    config = training.TrainConfig(per_grid=4, shift_augment=2, **SMALL)
+    data = training.arrays(dataset.load(tiny_dataset, "train"), config.network)
+    split = training.on_device(data, config.precision)
+    model = training.new_network(config, data[0].shape[1], data[2], data[3])
+    optimizer, step = training.training_step(training.loss_of(config), config.learning_rate, config.batch, config.per_grid, "all", 2)
+    key, number = jax.random.PRNGKey(config.seed + 1), jnp.uint32(7)
+    _, _, value = step(model, optimizer.init(eqx.filter(model, eqx.is_array)), split, key, number)
+    draw = jax.random.fold_in(key, number)
+    pick = np.asarray(training.minibatch(draw, split[1], config.batch, config.per_grid))
+    offsets = np.repeat(np.asarray(jax.random.randint(jax.random.fold_in(draw, 2), (config.batch // config.per_grid, 3), -2, 3)), config.per_grid, axis=0)
+    assert len({tuple(o) for o in offsets}) > 1 and np.abs(offsets).max() == 2
+
+    def moved(grid, offset):
+        return grid[np.ix_(*(np.clip(np.arange(n) - o, 0, n - 1) for n, o in zip(grid.shape, offset)))]
+
+    one_by_one = jnp.stack([model(moved(data[0][data[1][i]], o).astype(float), data[2][i]) for i, o in zip(pick, offsets)])
+    np.testing.assert_allclose(float(value), float(training.loss_of(config)(one_by_one, jnp.asarray(data[3][pick]))), rtol=1e-12)
+    with pytest.raises(ValueError, match="shift_augment needs layers 'all'"):
+        training.TrainConfig(layers="dense", init="w", shift_augment=1)
+
+
 def test_a_run_started_from_a_trained_network_begins_where_it_ended(tiny_dataset, tiny_run, tmp_path):
     """Fine-tuning: a run given `start` (the tiny run's network, with its statistics) has that
     network's validation loss at step 0, to rounding; a network of another shape is refused."""

@@ -193,16 +193,14 @@ def compiled(net: Scaled) -> tuple[Callable, Callable]:
 
 def shifted(voxels: np.ndarray, shift: int) -> np.ndarray:
     """Grids (..., G, G, G) -> (K, ..., G, G, G): the grids themselves (K = 1) for shift 0, else
-    each grid's content moved by `shift` voxels along one of its axes, either way (K = 6), the
-    layer at the face it moves away from repeated (edge padding: no layer wraps round)."""
+    each grid's content moved by `shift` voxels along one of its axes, either way (K = 6, x-, x+,
+    y-, y+, z-, z+), edge-padded (`networks.moved`: no layer wraps round)."""
     if shift == 0:
         return voxels[None]
-
-    def moved(axis: int, step: int) -> np.ndarray:
-        size = voxels.shape[axis]
-        return np.take(voxels, np.clip(np.arange(size) - step, 0, size - 1), axis=axis)
-
-    return np.stack([moved(axis, sign * shift) for axis, sign in itertools.product((-3, -2, -1), (-1, 1))])
+    offsets = np.concatenate([sign * shift * np.eye(3, dtype=int)[axis : axis + 1] for axis, sign in itertools.product(range(3), (-1, 1))])
+    grids = voxels.reshape(-1, *voxels.shape[-3:])
+    copies = np.broadcast_to(grids, (len(offsets), *grids.shape)).reshape(-1, *grids.shape[1:])
+    return np.asarray(networks.moved(jnp.asarray(copies), np.repeat(offsets, len(grids), axis=0), shift)).reshape(len(offsets), *voxels.shape)
 
 
 @dataclass

@@ -11,7 +11,9 @@ inputs (joint angles, torques or a wrench); four dense layers (ReLU between them
 
 `encode` may be run once per grasp and `head` every control cycle (same result as `__call__`).
 `Scaled` is a network with the input and output statistics of its training set (standardized
-inputs, outputs in SI units), as trained and shipped; `in_precision` casts its weights.
+inputs, outputs in SI units), as trained and shipped; `in_precision` casts its weights. `moved`
+shifts grids by whole voxels (the predictor's averaging at run time, the training's
+augmentation).
 """
 
 from __future__ import annotations
@@ -94,6 +96,16 @@ def estimator_network(grid: int, n_joints: int, seed: int | None, **kwargs) -> G
 def predictor_network(grid: int, n_joints: int, seed: int | None, **kwargs) -> GraspNetwork:
     """Torque predictor: inputs (2 L + 6) q_grasp, q_init, wrench; outputs torques (L,)."""
     return GraspNetwork(grid, 2 * n_joints + 6, n_joints, seed, **kwargs)
+
+
+def moved(grids: jnp.ndarray, offsets: jnp.ndarray | np.ndarray, reach: int) -> jnp.ndarray:
+    """Grids (K, G, G, G), each one's content moved by its offsets (K, 3), whole voxels along the
+    grid's axes, each within [-reach, reach]: the layer at the face the content moves away from
+    is repeated (edge padding), so an object touching a face stays touching it and nothing wraps
+    round to the opposite face. Traceable (`reach` static); the grids' dtype is kept."""
+    size = grids.shape[1:]
+    padded = jnp.pad(grids, ((0, 0),) + ((reach, reach),) * 3, mode="edge")
+    return jax.vmap(lambda grid, offset: jax.lax.dynamic_slice(grid, reach - offset, size))(padded, jnp.asarray(offsets, dtype=jnp.int32))
 
 
 def split_estimate(output: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:

@@ -23,7 +23,9 @@ step): on a small dataset validation turns worse long before the training loss s
 and the best network, not the last, is the run's result (`kept`). `layers="dense"` fine-tunes
 the dense layers of a trained network only: its convolutions stay, so every grid is encoded
 once for the run and a step costs the dense layers alone (what a CPU can train; for example the
-estimator for another quantile t).
+estimator for another quantile t). `shift_augment` K > 0 moves each minibatch grid by a random
+whole offset in [-K, K]^3 voxels (edge-padded, `networks.moved`), so that on few objects the
+convolutions learn less of their training objects' exact voxels.
 Each validation point also counts the object features that vary across the validation grids
 (`varying_features`): where none does, the convolutions are dead (every unit off for every
 object: a learning rate too high), the network ignores the object, and `warnings` says so.
@@ -85,6 +87,7 @@ class TrainConfig(BaseModel):
     precision: Literal["float64", "float32"] = "float64"  # the network's and the inputs' float type
     init: str | None = None  # the weights or `grasp train` folder whose network the run starts from (fine-tuning); None: random weights
     layers: Literal["all", "dense"] = "all"  # what trains; "dense": the dense layers only, the convolutions kept from `init` (every grid encoded once per run)
+    shift_augment: int = Field(0, ge=0, le=8)  # voxels: each minibatch grid moved by a random whole offset up to this along each axis (0: as seen)
 
     @model_validator(mode="after")
     def _whole_groups(self) -> TrainConfig:
@@ -92,6 +95,8 @@ class TrainConfig(BaseModel):
             raise ValueError(f"batch ({self.batch}) must be a multiple of per_grid ({self.per_grid})")
         if self.layers == "dense" and self.init is None:
             raise ValueError("layers 'dense' keeps the convolutions of a trained network: give init")
+        if self.layers == "dense" and self.shift_augment:
+            raise ValueError("layers 'dense' encodes every grid once, as seen: shift_augment needs layers 'all'")
         return self
 
 
@@ -263,27 +268,35 @@ def trainable(model: Scaled, layers: str) -> Scaled:
 
 
 @cache
-def training_step(loss: Callable, learning_rate: float, batch: int, per_grid: int, layers: str = "all") -> tuple[optax.GradientTransformation, Callable]:
-    """Adam and its jitted training step (kept per loss, rate, minibatch shape and layers: compiled
-    once per process). The step draws its minibatch (`minibatch`) from the split on the device
-    with `fold_in(key, step)` and encodes each of its grids once; with layers "dense" the split
-    holds the grids' features (`encoded_split`) and only the dense layers move (Adam's state
-    covers only them: `optimizer.init(eqx.filter(model, trainable(model, layers)))`)."""
+def training_step(
+    loss: Callable, learning_rate: float, batch: int, per_grid: int, layers: str = "all", shift_augment: int = 0
+) -> tuple[optax.GradientTransformation, Callable]:
+    """Adam and its jitted training step (kept per loss, rate, minibatch shape, layers and
+    augmentation: compiled once per process). The step draws its minibatch (`minibatch`) from the
+    split on the device with `fold_in(key, step)` and encodes each of its grids once, moved by a
+    random offset in [-shift_augment, shift_augment]^3 voxels (`networks.moved`) when
+    shift_augment > 0; with layers "dense" the split holds the grids' features (`encoded_split`)
+    and only the dense layers move (Adam's state covers only them: `optimizer.init(eqx.filter(model,
+    trainable(model, layers)))`)."""
     optimizer = optax.adam(learning_rate)
 
-    def batch_loss(model, split, pick):
+    def batch_loss(model, split, pick, key):
         grids, rows, inputs, targets = split
         if layers == "dense":
             features = grids[rows[pick]]
         else:
-            features = jnp.repeat(encode(model, grids[rows[pick[::per_grid]]]), per_grid, axis=0)
+            seen = grids[rows[pick[::per_grid]]]
+            if shift_augment:
+                seen = networks.moved(seen, jax.random.randint(key, (len(seen), 3), -shift_augment, shift_augment + 1), shift_augment)
+            features = jnp.repeat(encode(model, seen), per_grid, axis=0)
         return head_loss(model, loss, features, inputs[pick], targets[pick])
 
     @eqx.filter_jit
     def step(model, state, split, key, number):
-        pick = minibatch(jax.random.fold_in(key, number), split[1], batch, per_grid)
+        draw = jax.random.fold_in(key, number)
+        pick = minibatch(draw, split[1], batch, per_grid)
         params, kept = eqx.partition(model, trainable(model, layers))
-        value, grads = eqx.filter_value_and_grad(lambda p: batch_loss(eqx.combine(p, kept), split, pick))(params)
+        value, grads = eqx.filter_value_and_grad(lambda p: batch_loss(eqx.combine(p, kept), split, pick, jax.random.fold_in(draw, 2)))(params)
         updates, state = optimizer.update(grads, state, params)
         return eqx.apply_updates(model, updates), state, value
 
@@ -406,7 +419,7 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
             raise InputError(folders[0] / split, f"grids of {voxels.shape[1]} voxels where {folders[0] / MANIFEST} says {grid}")
     train_split, val_split = on_device(train_arrays, config.precision), on_device(val_arrays, config.precision)
     loss = loss_of(config)
-    optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid, config.layers)
+    optimizer, step_fn = training_step(loss, config.learning_rate, config.batch, config.per_grid, config.layers, config.shift_augment)
     model = new_network(config, grid, train_arrays[2], train_arrays[3])
     if start is not None:
         if not _same_shapes(start, model):
