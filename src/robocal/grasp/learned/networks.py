@@ -98,11 +98,12 @@ def predictor_network(grid: int, n_joints: int, seed: int | None, **kwargs) -> G
     return GraspNetwork(grid, 2 * n_joints + 6, n_joints, seed, **kwargs)
 
 
+@partial(jax.jit, static_argnames="reach")
 def moved(grids: jnp.ndarray, offsets: jnp.ndarray | np.ndarray, reach: int) -> jnp.ndarray:
     """Grids (K, G, G, G), each one's content moved by its offsets (K, 3), whole voxels along the
     grid's axes, each within [-reach, reach]: the layer at the face the content moves away from
     is repeated (edge padding), so an object touching a face stays touching it and nothing wraps
-    round to the opposite face. Traceable (`reach` static); the grids' dtype is kept."""
+    round to the opposite face. Compiled per shape and reach; the grids' dtype is kept."""
     size = grids.shape[1:]
     padded = jnp.pad(grids, ((0, 0),) + ((reach, reach),) * 3, mode="edge")
     return jax.vmap(lambda grid, offset: jax.lax.dynamic_slice(grid, reach - offset, size))(padded, jnp.asarray(offsets, dtype=jnp.int32))
