@@ -9,7 +9,9 @@
 # t = 0.5 (the shipped estimator's, docs/grasp.md); half3, half8 at the paper's 3e-4 (at 1e-3 the
 # estimator's convolutions died in both leases: docs/grasp.md); tune8, half8 fine-tuning every
 # layer of the shipped estimator (not in TINY mode: other shapes; its convolutions are dead, so
-# only its dense layers can learn). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
+# only its dense layers can learn); aug1, the fifth lease's e_new1: half3 with each grid moved by up to
+# one voxel (`--shift-augment 1`; its convolutions learned from 4,696 objects, docs/grasp.md); aug05,
+# aug1 at the paper's t = 0.05 (what that lease left to try). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
 # this script, same options). DATASET_END=S stops the dataset at S seconds (default END), so that the
 # runs that start then have every core. CARRIED=DIR (a folder of examples/learned_grasp/carry.py pack,
 # carried along) is unpacked and trained on beside the dataset made here (`--data` twice; another
@@ -33,7 +35,9 @@ declare -A OPTIONS=([main]="--networks estimator --learning-rate 3e-4" [fast]="-
   [fast8]="--networks estimator --learning-rate 1e-3 --per-grid 8" [pred8]="--networks predictor --learning-rate 3e-4 --per-grid 8"
   [half8]="--networks estimator --learning-rate 1e-3 --per-grid 8 --quantile 0.5"
   [half3]="--networks estimator --learning-rate 3e-4 --per-grid 8 --quantile 0.5"
-  [tune8]="--networks estimator --learning-rate 3e-4 --per-grid 8 --quantile 0.5 --init src/robocal/grasp/learned/weights")
+  [tune8]="--networks estimator --learning-rate 3e-4 --per-grid 8 --quantile 0.5 --init src/robocal/grasp/learned/weights"
+  [aug1]="--networks estimator --learning-rate 3e-4 --per-grid 8 --quantile 0.5 --shift-augment 1"
+  [aug05]="--networks estimator --learning-rate 3e-4 --per-grid 8 --quantile 0.05 --shift-augment 1")
 for run in "${RUNS[@]}"; do [ -n "${OPTIONS[${run%@*}]:-}" ] || { echo "unknown run ${run%@*}"; exit 2; }; done
 shards() { for s in train val test; do echo -n "$(ls $W/data/$s 2>/dev/null | wc -l) $s "; done; }
 
