@@ -52,15 +52,20 @@ def test_object_grid_changes_the_output():
     assert float(jnp.max(jnp.abs(net(voxels, x) - net(jnp.zeros_like(voxels), x)))) > 1e-6
 
 
+def clipped_shift(grid: np.ndarray, offset) -> np.ndarray:
+    """The reference for `networks.moved`: one grid (G, G, G) indexed with clipped coordinates,
+    new[i] = old[clip(i - offset)] along each axis."""
+    return grid[np.ix_(*(np.clip(np.arange(n) - o, 0, n - 1) for n, o in zip(grid.shape, offset)))]
+
+
 def test_moved_grids_are_each_grids_content_at_its_offset_edge_padded():
-    """`moved` against indexing with clipped coordinates (new[i] = old[clip(i - offset)] per axis),
-    random grids and offsets up to the reach, uint8 kept; offset 0 is the grid itself."""
+    """`moved` against `clipped_shift`, random grids and offsets up to the reach, uint8 kept;
+    offset 0 is the grid itself."""
     rng = np.random.default_rng(4)
     grids = (rng.random((5, 9, 10, 11)) > 0.6).astype(np.uint8)
     offsets = rng.integers(-3, 4, size=(5, 3))
     offsets[0] = 0
     got = np.asarray(networks.moved(jnp.asarray(grids), offsets, 3))
     for grid, offset, out in zip(grids, offsets, got):
-        index = np.ix_(*(np.clip(np.arange(n) - o, 0, n - 1) for n, o in zip(grid.shape, offset)))
-        np.testing.assert_array_equal(out, grid[index])
+        np.testing.assert_array_equal(out, clipped_shift(grid, offset))
     assert got.dtype == np.uint8 and np.array_equal(got[0], grids[0])

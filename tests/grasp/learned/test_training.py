@@ -10,6 +10,7 @@ import pytest
 from robocal.errors import InputError
 from robocal.grasp.learned import dataset, networks, training
 from robocal.grasp.learned.controller import load_run
+from tests.grasp.learned.test_networks import clipped_shift
 
 jax.config.update("jax_enable_x64", True)
 
@@ -234,8 +235,8 @@ def test_a_grouped_step_takes_the_loss_of_its_samples_each_encoded(tiny_dataset,
 
 def test_an_augmented_step_takes_the_loss_of_its_samples_on_their_grids_moved(tiny_dataset):
     """With shift_augment 2 the step's loss is that of its samples run one by one through the whole
-    network on their grids moved by the step's offsets (indexing with clipped coordinates, not
-    `networks.moved`); the offsets differ from grid to grid; and dense layers alone take none."""
+    network on their grids moved by the step's offsets (`clipped_shift`, indexing with clipped
+    coordinates, not `networks.moved`); the offsets differ from grid to grid; and dense layers alone take none."""
     config = training.TrainConfig(per_grid=4, shift_augment=2, **SMALL)
     data = training.arrays(dataset.load(tiny_dataset, "train"), config.network)
     split = training.on_device(data, config.precision)
@@ -247,11 +248,7 @@ def test_an_augmented_step_takes_the_loss_of_its_samples_on_their_grids_moved(ti
     pick = np.asarray(training.minibatch(draw, split[1], config.batch, config.per_grid))
     offsets = np.repeat(np.asarray(jax.random.randint(jax.random.fold_in(draw, 2), (config.batch // config.per_grid, 3), -2, 3)), config.per_grid, axis=0)
     assert len({tuple(o) for o in offsets}) > 1 and np.abs(offsets).max() == 2
-
-    def moved(grid, offset):
-        return grid[np.ix_(*(np.clip(np.arange(n) - o, 0, n - 1) for n, o in zip(grid.shape, offset)))]
-
-    one_by_one = jnp.stack([model(moved(data[0][data[1][i]], o).astype(float), data[2][i]) for i, o in zip(pick, offsets)])
+    one_by_one = jnp.stack([model(clipped_shift(data[0][data[1][i]], o).astype(float), data[2][i]) for i, o in zip(pick, offsets)])
     np.testing.assert_allclose(float(value), float(training.loss_of(config)(one_by_one, jnp.asarray(data[3][pick]))), rtol=1e-12)
     with pytest.raises(ValueError, match="shift_augment needs layers 'all'"):
         training.TrainConfig(layers="dense", init="w", shift_augment=1)
