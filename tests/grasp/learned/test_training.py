@@ -89,16 +89,34 @@ def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dat
     data = training.arrays(dataset.load(tiny_dataset, "val"), "estimator")
     model = training.new_network(config, data[0].shape[1], data[2], data[3])
     split = training.on_device(data, config.precision)
-    one_by_one = []
+    one_by_one, quiet = [], []
     for grid, inputs, target in zip(data[0][data[1]], data[2], data[3]):
         wrench, scale = (np.asarray(a) for a in networks.split_estimate(model(jnp.asarray(grid, dtype=float), jnp.asarray(inputs))))
         one_by_one.append(np.linalg.norm(networks.capped(wrench, scale)[:3] - target[:3]))
+        if np.linalg.norm(target[:3]) < training.QUIET:
+            quiet.append(np.linalg.norm(networks.capped(wrench, scale)[:3]))
+    assert len(quiet) > 0
     features = training.encode_all(model, split[0])
-    assert training.force_error(model, features, split) == pytest.approx(np.mean(one_by_one), rel=1e-12)
+    assert training.force_error(model, features, split) == (pytest.approx(np.mean(one_by_one), rel=1e-12), pytest.approx(np.mean(quiet), rel=1e-12))
     assert training.criterion(config) == training.FORCE_ERROR and training.criterion(config.model_copy(update={"loss": "l2"})) == training.VALIDATION_LOSS
     run = training.train(config, tiny_dataset, tmp_path / "estimator", start=model)
-    assert run["scores"][0] == [0, pytest.approx(np.mean(one_by_one), rel=1e-12)]
-    assert run["best"] == min(run["scores"], key=lambda point: point[1])
+    assert run["scores"][0] == [0, pytest.approx(np.mean(one_by_one), rel=1e-12)] and run["quiet"][0] == [0, pytest.approx(np.mean(quiet), rel=1e-12)]
+    assert run["best"] == min(run["scores"], key=lambda point: training.rank(run, *point))
+
+
+def test_an_estimator_that_invents_forces_is_kept_only_when_every_point_does_and_then_is_reported():
+    """`rank`: a validation point whose estimator reports more than `QUIET_LIMIT` on average where
+    less than `QUIET` acts comes after every point that does not, however much lower its force
+    error; among points on the same side the lower error wins. A run whose kept point is over the
+    limit warns, with the step and the force."""
+    state = {"step": 1500, "quiet": [[0, 0.46], [500, 0.31], [1000, 0.12], [1500, 0.29]], "object_features": []}
+    points = [[0, 2.80], [500, 2.85], [1000, 3.40], [1500, 3.10]]
+    assert min(points, key=lambda point: training.rank(state, *point)) == [1500, 3.10]
+    assert training.rank(state, 0, 2.80) > training.rank(state, 1000, 3.40) and training.rank(state, 0, 2.80) < training.rank(state, 500, 2.90)
+    assert training.rank({"quiet": []}, 7, 1.0) == (False, 1.0)  # the validation loss's criterion records no quiet force
+    assert training.warnings({**state, "best": [1500, 3.10]}) == []
+    (warning,) = training.warnings({**state, "quiet": [[0, 0.46], [500, 0.31]], "best": [0, 2.80]})
+    assert "network of step 0 reports 0.460 N" in warning and f"less than {training.QUIET} N" in warning
 
 
 def test_a_network_with_dead_convolutions_is_reported(tiny_dataset, tiny_run, tmp_path):

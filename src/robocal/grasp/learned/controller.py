@@ -43,9 +43,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.constants import KP
 from robocal.grasp.learned import networks
+from robocal.grasp.learned.leaves import read_leaves
 from robocal.grasp.learned.networks import Scaled, in_precision
 from robocal.grasp.learned.observation import ObservationConfig, observe
-from robocal.grasp.learned.training import CHECKPOINT, STATE, TrainConfig, kept, read_leaves, read_state, trainable
+from robocal.grasp.learned.training import CHECKPOINT, STATE, TrainConfig, kept, read_state, trainable
 from robocal.grasp.simulation import GraspSituation
 from robocal.validation import read_json, validate_mapping
 

@@ -18,8 +18,9 @@ once for the group; the convolutions are most of a step's work), so a run resume
 checkpoint (`checkpoint.eqx` + `state.json`, written every `checkpoint_every` steps and at the
 end) takes the same steps as one that never stopped. The best network so far by the run's
 `criterion` (the validation loss; for the minimal-wrench estimator the error of the force the
-controller acts on) is kept beside it (`best.eqx`, written before the state that names its
-step): on a small dataset validation turns worse long before the training loss stops falling,
+controller acts on, among the points where it reports less than `QUIET_LIMIT` on average where
+less than `QUIET` acts, if any: `rank`) is kept beside it (`best.eqx`, written before the state
+that names its step): on a small dataset validation turns worse long before the training loss stops falling,
 and the best network, not the last, is the run's result (`kept`). `layers="dense"` fine-tunes
 the dense layers of a trained network only: its convolutions stay, so every grid is encoded
 once for the run and a step costs the dense layers alone (what a CPU can train; for example the
@@ -45,7 +46,6 @@ casts its inputs to them.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -61,12 +61,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned import losses, networks
 from robocal.grasp.learned.curves import write_curves
+from robocal.grasp.learned.leaves import read_leaves, write_leaves
 from robocal.grasp.learned.networks import Scaled, in_precision
 from robocal.outputs import write_atomically
 from robocal.validation import Seed, read_json, validate_mapping
 
 CHECKPOINT, BEST, STATE, CURVES = "checkpoint.eqx", "best.eqx", "state.json", "curves.html"
 FORCE_ERROR, VALIDATION_LOSS = "force error (N)", "validation loss"  # the `criterion`s
+QUIET, QUIET_LIMIT = 0.5, 0.3  # N: an applied force below QUIET counts as none; an estimator reporting more there on average invents forces
 
 
 class TrainConfig(BaseModel):
@@ -186,20 +188,32 @@ def head_outputs(model: Scaled, features: jnp.ndarray, rows, inputs, chunk: int 
     return jnp.concatenate([_heads(model, features[rows[start : start + chunk]], inputs[start : start + chunk]) for start in range(0, len(rows), chunk)])
 
 
-def force_error(model: Scaled, features: jnp.ndarray, split: tuple) -> float:
-    """Mean error (N) over an estimator's split (`on_device`, its grids' features (K, F) given)
-    of the force the controller acts on: the estimate shortened to its scale (`networks.capped`)."""
+def force_error(model: Scaled, features: jnp.ndarray, split: tuple) -> tuple[float, float | None]:
+    """An estimator's split (`on_device`, its grids' features (K, F) given), through the force the
+    controller acts on (the estimate shortened to its scale, `networks.capped`): its mean error
+    (N), and the mean force (N) it reports on the samples with less than `QUIET` applied (None
+    where there are none)."""
     _, rows, inputs, targets = split
     wrench, scale = (np.asarray(a, dtype=float) for a in networks.split_estimate(head_outputs(model, features, rows, inputs)))
-    return float(np.mean(np.linalg.norm(networks.capped(wrench, scale)[:, :3] - np.asarray(targets, dtype=float)[:, :3], axis=1)))
+    force, applied = networks.capped(wrench, scale)[:, :3], np.asarray(targets, dtype=float)[:, :3]
+    quiet = np.linalg.norm(applied, axis=1) < QUIET
+    return float(np.mean(np.linalg.norm(force - applied, axis=1))), float(np.mean(np.linalg.norm(force[quiet], axis=1))) if quiet.any() else None
 
 
 def criterion(config: TrainConfig) -> str:
-    """What picks a run's result among its validation points (the lowest wins): the validation
-    loss, except for the minimal-wrench estimator, whose loss rewards a scale too small (Eq. 13
-    counts only the samples below it: in the third GPU lease, docs/grasp.md, one trained for t =
-    0.05 beat at t = 0.5 every one trained for 0.5); there `force_error`."""
+    """What picks a run's result among its validation points (`rank`): the validation loss,
+    except for the minimal-wrench estimator, whose loss rewards a scale too small (Eq. 13 counts
+    only the samples below it: in the third GPU lease, docs/grasp.md, one trained for t = 0.05
+    beat at t = 0.5 every one trained for 0.5); there `force_error`'s mean error."""
     return FORCE_ERROR if config.network == "estimator" and config.loss == "minimal_wrench" else VALIDATION_LOSS
+
+
+def rank(state: dict, step: int, score: float) -> tuple[bool, float]:
+    """A validation point's order among a run's (the lowest is kept): a minimal-wrench estimator
+    that reports more than `QUIET_LIMIT` where (almost) no force acts (the state's `quiet`) comes
+    after every one that does not, whatever its score; then the lower score."""
+    quiet = dict(state.get("quiet", [])).get(step)
+    return (quiet is not None and quiet > QUIET_LIMIT, score)
 
 
 def sample_losses(model: Scaled, loss: Callable, features, inputs, targets) -> jnp.ndarray:
@@ -332,20 +346,6 @@ def read_state(run: Path) -> dict | None:
     return state
 
 
-def read_leaves(path: Path, like):
-    """`eqx.tree_deserialise_leaves(path, like)`; a file that does not hold leaves of `like`'s
-    shapes (cut short, or written for other options) is an InputError naming it."""
-    try:
-        return eqx.tree_deserialise_leaves(path, like)
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror})") from None
-    except (ValueError, RuntimeError, EOFError) as exc:  # equinox wraps numpy's reading error in RuntimeErrors naming the leaf
-        cause: BaseException = exc
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
-        raise InputError(path, f"does not hold this network's weights, cut short or written for other options ({cause})") from None
-
-
 def _load(out: Path, config: TrainConfig, like: tuple) -> tuple[tuple, dict] | None:
     """The checkpoint (model, optimizer state) and state of an earlier run of `config`, if any."""
     state = read_state(out)
@@ -356,16 +356,9 @@ def _load(out: Path, config: TrainConfig, like: tuple) -> tuple[tuple, dict] | N
     return read_leaves(Path(out) / CHECKPOINT, like), state
 
 
-def _write_leaves(out: Path, name: str, tree) -> None:
-    """`eqx.tree_serialise_leaves` to out / name, written aside and renamed into place."""
-    out.mkdir(parents=True, exist_ok=True)
-    eqx.tree_serialise_leaves(out / f".{name}.partial", tree)
-    os.replace(out / f".{name}.partial", out / name)
-
-
 def _save(out: Path, model_state: tuple, state: dict) -> None:
     """Checkpoint and state, each written aside and renamed into place."""
-    _write_leaves(out, CHECKPOINT, model_state)
+    write_leaves(out, CHECKPOINT, model_state)
     write_atomically(out / STATE, json.dumps(state, indent=1).encode())
 
 
@@ -376,15 +369,22 @@ def kept(state: dict) -> tuple[str, int]:
 
 
 def warnings(state: dict) -> list[str]:
-    """What makes the run's result (`kept`) doubtful, with the evidence: no object feature varies."""
+    """What makes the run's result (`kept`) doubtful, with the evidence: no object feature varies;
+    forces reported where none acts."""
     _, step = kept(state)
+    found = []
     counts = {point: (varying, total) for point, varying, total in state.get("object_features", [])}
     if step in counts and counts[step][0] == 0:
-        return [
+        found.append(
             f"none of the {counts[step][1]} object features of the network of step {step} varies across the validation grids: its convolutions "
             "are dead (every unit off for every object), so it ignores the object; train again with a lower --learning-rate"
-        ]
-    return []
+        )
+    if rank(state, step, 0.0)[0]:
+        found.append(
+            f"the network of step {step} reports {dict(state['quiet'])[step]:.3f} N on average on the validation samples with less than {QUIET} N "
+            f"applied, more than {QUIET_LIMIT} N: it invents forces (no validation point of the run stayed under that); train for a smaller --quantile"
+        )
+    return found
 
 
 def _same_shapes(a: Scaled, b: Scaled) -> bool:
@@ -443,9 +443,13 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
         state["curves"].append([step, training_loss, mean_loss])
         state["val_by_kind"].append([step, by_kind(per_sample, val_kinds)])
         state["object_features"].append([step, varying_features(features), int(features.shape[1])])
-        score = force_error(model, features, val_split) if criterion(config) == FORCE_ERROR else mean_loss
+        if criterion(config) == FORCE_ERROR:
+            score, quiet = force_error(model, features, val_split)
+            state["quiet"].append([step, quiet])
+        else:
+            score = mean_loss
         state["scores"].append([step, score])
-        if state["best"] is None or score < state["best"][1]:
+        if state["best"] is None or rank(state, step, score) < rank(state, *state["best"]):
             state["best"] = [step, score]
             best_unsaved[:] = [model]
 
@@ -463,12 +467,19 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
             "constant_val_loss": constant,
             "object_features": [],
             "scores": [],
+            "quiet": [],
             "best": None,
         }
         validation(model, 0, None)
     else:
         (model, opt_state), state = earlier
-        for field, empty in (("val_by_kind", []), ("object_features", []), ("scores", []), ("best", None)):  # a run begun before robocal recorded them
+        for field, empty in (
+            ("val_by_kind", []),
+            ("object_features", []),
+            ("scores", []),
+            ("quiet", []),
+            ("best", None),
+        ):  # a run begun before robocal recorded them
             state.setdefault(field, empty)
     key = jax.random.PRNGKey(config.seed + 1)
     recent: list[jnp.ndarray] = []  # this stretch's losses, left on the device until the next point
@@ -481,7 +492,7 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
         if step % config.checkpoint_every == 0 or step == config.steps:
             state["step"] = step
             if best_unsaved:
-                _write_leaves(out, BEST, best_unsaved.pop())
+                write_leaves(out, BEST, best_unsaved.pop())
             _save(out, (model, opt_state), state)
             write_curves(out / CURVES, state, kept(state)[1], criterion(config))
         if progress:
