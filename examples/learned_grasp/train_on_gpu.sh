@@ -11,7 +11,7 @@
 # layer of the shipped estimator (not in TINY mode: other shapes; its convolutions are dead, so
 # only its dense layers can learn); aug1, the fifth lease's e_new1: half3 with each grid moved by up to
 # one voxel (`--shift-augment 1`; its convolutions learned from 4,696 objects, docs/grasp.md); aug05,
-# aug1 at the paper's t = 0.05 (what that lease left to try). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
+# aug1 at the paper's t = 0.05 (what that lease left to try; in the sixth lease its convolutions died by step 500). RESUME=DIR continues the runs found in DIR/<run> (earlier outputs of
 # this script, same options). DATASET_END=S stops the dataset at S seconds (default END), so that the
 # runs that start then have every core. CARRIED=DIR (a folder of examples/learned_grasp/carry.py pack,
 # carried along) is unpacked and trained on beside the dataset made here (`--data` twice; another
