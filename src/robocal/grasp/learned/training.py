@@ -17,17 +17,14 @@ step)` (`per_grid` > 1: groups of that many samples of one grasp, whose grid the
 once for the group; the convolutions are most of a step's work), so a run resumed from its
 checkpoint (`checkpoint.eqx` + `state.json`, written every `checkpoint_every` steps and at the
 end) takes the same steps as one that never stopped. The best network so far by the run's
-`criterion` (the validation loss; for the minimal-wrench estimator the error of the force the
-controller acts on, among the points where it reports less than `QUIET_LIMIT` on average where
-less than `QUIET` acts, if any: `rank`) is kept beside it (`best.eqx`, written before the state
-that names its step): on a small dataset validation turns worse long before the training loss stops falling,
+`criterion` and `rank` is kept beside it (`best.eqx`, written before the state that names its
+step): on a small dataset validation turns worse long before the training loss stops falling,
 and the best network, not the last, is the run's result (`kept`). `layers="dense"` fine-tunes
 the dense layers of a trained network only: its convolutions stay, so every grid is encoded
 once for the run and a step costs the dense layers alone (what a CPU can train; for example the
 estimator for another quantile t). `shift_augment` K > 0 moves each minibatch grid by a random
 whole offset in [-K, K]^3 voxels (edge-padded, `networks.moved`), so that on few objects the
-convolutions learn less of their training objects' exact voxels.
-Each validation point also counts the object features that vary across the validation grids
+convolutions learn less of their training objects' exact voxels. Each validation point also counts the object features that vary across the validation grids
 (`varying_features`): where none does, the convolutions are dead (every unit off for every
 object: a learning rate too high), the network ignores the object, and `warnings` says so.
 `curves.html` shows the training and validation losses against the constant baseline, and the
@@ -201,10 +198,10 @@ def force_error(model: Scaled, features: jnp.ndarray, split: tuple) -> tuple[flo
 
 
 def criterion(config: TrainConfig) -> str:
-    """What picks a run's result among its validation points (`rank`): the validation loss,
-    except for the minimal-wrench estimator, whose loss rewards a scale too small (Eq. 13 counts
-    only the samples below it: in the third GPU lease, docs/grasp.md, one trained for t = 0.05
-    beat at t = 0.5 every one trained for 0.5); there `force_error`'s mean error."""
+    """The score of a run's validation points (`rank` orders them): the validation loss, except
+    for the minimal-wrench estimator, whose loss rewards a scale too small (Eq. 13 counts only
+    the samples below it: in the third GPU lease, docs/grasp.md, one trained for t = 0.05 beat at
+    t = 0.5 every one trained for 0.5); there `force_error`'s mean error."""
     return FORCE_ERROR if config.network == "estimator" and config.loss == "minimal_wrench" else VALIDATION_LOSS
 
 
@@ -399,8 +396,9 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
     returns the state: config, dataset (the first folder's manifest), datasets (every folder's),
     step, curves (step, mean training loss since the last point (None at step 0), validation
     loss), val_by_kind (step, validation loss per grasp kind), object_features (step, how many vary across the validation
-    grids or None, how many there are), scores (step, the `criterion`'s value), best (step,
-    score of the network in `BEST`) and the constant baseline's validation loss. `start`: the
+    grids or None, how many there are), scores (step, the `criterion`'s value), quiet (step,
+    the minimal-wrench estimator's mean reported force where less than `QUIET` acts, or None),
+    best (step, score of the network in `BEST`) and the constant baseline's validation loss. `start`: the
     network a new run begins from, with its input and output statistics (fine-tuning;
     `config.init` says where it came from), instead of random weights with this training set's
     statistics."""
