@@ -73,8 +73,10 @@ def test_a_folder_where_one_network_was_trained_starts_its_next_run(tiny_dataset
     first = json.loads((tmp_path / "a" / "estimator" / "state.json").read_text())
     capfd.readouterr()
     assert run("--steps", "2", "--init", tmp_path / "a", "--out", tmp_path / "b") == 0
-    assert "the run's result is step" in capfd.readouterr().out
+    printed = " ".join(capfd.readouterr().out.split())  # the console wraps long lines
     second = json.loads((tmp_path / "b" / "estimator" / "state.json").read_text())
+    step = second["best"][0]
+    assert f"the run's result is step {step}'s network, force error (N) {second['best'][1]:.4g}, {dict(second['quiet'])[step]:.3g} N reported" in printed
     result = dict(first["scores"])[first["best"][0]]
     assert second["scores"][0][1] == pytest.approx(result, rel=1e-12)
     assert run("--steps", "2", "--init", tmp_path / "a", "--out", tmp_path / "c", "--weights", tmp_path / "w") == 2

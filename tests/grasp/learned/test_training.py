@@ -102,6 +102,8 @@ def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dat
     run = training.train(config, tiny_dataset, tmp_path / "estimator", start=model)
     assert run["scores"][0] == [0, pytest.approx(np.mean(one_by_one), rel=1e-12)] and run["quiet"][0] == [0, pytest.approx(np.mean(quiet), rel=1e-12)]
     assert run["best"] == min(run["scores"], key=lambda point: training.rank(run, *point))
+    page = (tmp_path / "estimator" / training.CURVES).read_text()
+    assert f"the network of step {run['best'][0]}, the best by force error (N) (it reports {dict(run['quiet'])[run['best'][0]]:.3g} N on average" in page
 
 
 def test_an_estimator_that_invents_forces_is_kept_only_when_every_point_does_and_then_is_reported():

@@ -25,8 +25,9 @@ import numpy as np
 
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.dataset import load
+from robocal.grasp.learned.losses import QUIET
 from robocal.grasp.learned.networks import Scaled
-from robocal.grasp.learned.training import QUIET, arrays, outputs
+from robocal.grasp.learned.training import arrays, outputs
 from robocal.grasp.simulation import GraspSituation
 
 FORCE = 5.0  # N: the force of the sphere map (the paper's 5 N)

@@ -7,11 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
+from robocal.grasp.learned.losses import QUIET, QUIET_LIMIT
+
 
 def write_curves(path: Path, state: dict, result_step: int, criterion: str) -> None:
     """The learning curves of a run's state (`training.train`'s) as a self-contained HTML page:
     training and validation losses, the validation loss per grasp kind, the best constant, and
-    the step whose network is the run's result (best by `criterion`)."""
+    the step whose network is the run's result (best by `criterion`; for the minimal-wrench
+    estimator with the force it reports where none acts, which `training.rank` orders first)."""
     from matplotlib.figure import Figure
 
     from robocal.report.html import figure_html
@@ -30,10 +33,12 @@ def write_curves(path: Path, state: dict, result_step: int, criterion: str) -> N
     ax.set(xlabel="step", ylabel="loss", yscale="log")
     ax.legend()
     config = state["config"]
+    reported = dict(state.get("quiet", [])).get(result_step)
+    quiet = f" (it reports {reported:.3g} N on average where less than {QUIET} N acts; at most {QUIET_LIMIT} N counts first)" if reported is not None else ""
     rows = [[k, json.dumps(v)] for k, v in config.items()]
     write_page(
         path,
         f"learning curves: {config['network']}",
-        f"<p>step {state['step']} of {config['steps']}; the run's result is the network of step {result_step}, the best by {criterion}</p>",
+        f"<p>step {state['step']} of {config['steps']}; the run's result is the network of step {result_step}, the best by {criterion}{quiet}</p>",
         [("losses", figure_html(fig, "learning curves")), ("configuration", table_html(["setting", "value"], rows))],
     )

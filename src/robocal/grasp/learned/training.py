@@ -59,13 +59,13 @@ from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned import losses, networks
 from robocal.grasp.learned.curves import write_curves
 from robocal.grasp.learned.leaves import read_leaves, write_leaves
+from robocal.grasp.learned.losses import QUIET, QUIET_LIMIT
 from robocal.grasp.learned.networks import Scaled, in_precision
 from robocal.outputs import write_atomically
 from robocal.validation import Seed, read_json, validate_mapping
 
 CHECKPOINT, BEST, STATE, CURVES = "checkpoint.eqx", "best.eqx", "state.json", "curves.html"
 FORCE_ERROR, VALIDATION_LOSS = "force error (N)", "validation loss"  # the `criterion`s
-QUIET, QUIET_LIMIT = 0.5, 0.3  # N: an applied force below QUIET counts as none; an estimator reporting more there on average invents forces
 
 
 class TrainConfig(BaseModel):
