@@ -211,7 +211,8 @@ def grasp_train(
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
     from robocal.grasp.learned.controller import NETWORKS, load, load_networks, save, with_runs
-    from robocal.grasp.learned.training import QUIET, STATE, TrainConfig, criterion, kept, train, warnings
+    from robocal.grasp.learned.losses import QUIET
+    from robocal.grasp.learned.training import STATE, TrainConfig, criterion, kept, train, warnings
     from robocal.outputs import preflight
 
     chosen = csv_list(networks, "--networks")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from robocal.errors import InputError
-from robocal.grasp.learned import dataset, networks, training
+from robocal.grasp.learned import dataset, losses, networks, training
 from robocal.grasp.learned.controller import load_run
 from tests.grasp.learned.test_networks import clipped_shift
 
@@ -81,10 +81,11 @@ def test_the_run_keeps_its_best_network(tiny_dataset, tiny_run, tmp_path):
 
 
 def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dataset, tmp_path):
-    """`force_error` is the mean distance (N) between the applied force and the estimate shortened
-    to its scale, as computed here sample by sample through the whole network; a minimal-wrench
-    run's scores are that (its loss would prefer a network whose scale is too small), its best
-    the lowest; the L2 ablation is judged by its loss."""
+    """`force_figures` gives the mean distance (N) between the applied force and the estimate
+    shortened to its scale, and the mean force so reported where less than `QUIET` is applied, as
+    computed here sample by sample through the whole network; a minimal-wrench run's scores are
+    the first (its loss would prefer a network whose scale is too small), its best the lowest by
+    `rank`; the L2 ablation is judged by its loss."""
     config = training.TrainConfig(steps=4, **{**SMALL, "network": "estimator", "eval_every": 2})
     data = training.arrays(dataset.load(tiny_dataset, "val"), "estimator")
     model = training.new_network(config, data[0].shape[1], data[2], data[3])
@@ -93,11 +94,11 @@ def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dat
     for grid, inputs, target in zip(data[0][data[1]], data[2], data[3]):
         wrench, scale = (np.asarray(a) for a in networks.split_estimate(model(jnp.asarray(grid, dtype=float), jnp.asarray(inputs))))
         one_by_one.append(np.linalg.norm(networks.capped(wrench, scale)[:3] - target[:3]))
-        if np.linalg.norm(target[:3]) < training.QUIET:
+        if np.linalg.norm(target[:3]) < losses.QUIET:
             quiet.append(np.linalg.norm(networks.capped(wrench, scale)[:3]))
     assert len(quiet) > 0
     features = training.encode_all(model, split[0])
-    assert training.force_error(model, features, split) == (pytest.approx(np.mean(one_by_one), rel=1e-12), pytest.approx(np.mean(quiet), rel=1e-12))
+    assert training.force_figures(model, features, split) == (pytest.approx(np.mean(one_by_one), rel=1e-12), pytest.approx(np.mean(quiet), rel=1e-12))
     assert training.criterion(config) == training.FORCE_ERROR and training.criterion(config.model_copy(update={"loss": "l2"})) == training.VALIDATION_LOSS
     run = training.train(config, tiny_dataset, tmp_path / "estimator", start=model)
     assert run["scores"][0] == [0, pytest.approx(np.mean(one_by_one), rel=1e-12)] and run["quiet"][0] == [0, pytest.approx(np.mean(quiet), rel=1e-12)]
@@ -118,7 +119,7 @@ def test_an_estimator_that_invents_forces_is_kept_only_when_every_point_does_and
     assert training.rank({"quiet": []}, 7, 1.0) == (False, 1.0)  # the validation loss's criterion records no quiet force
     assert training.warnings({**state, "best": [1500, 3.10]}) == []
     (warning,) = training.warnings({**state, "quiet": [[0, 0.46], [500, 0.31]], "best": [0, 2.80]})
-    assert "network of step 0 reports 0.460 N" in warning and f"less than {training.QUIET} N" in warning
+    assert "network of step 0 reports 0.460 N" in warning and f"less than {losses.QUIET} N" in warning
 
 
 def test_a_network_with_dead_convolutions_is_reported(tiny_dataset, tiny_run, tmp_path):

@@ -185,7 +185,7 @@ def head_outputs(model: Scaled, features: jnp.ndarray, rows, inputs, chunk: int 
     return jnp.concatenate([_heads(model, features[rows[start : start + chunk]], inputs[start : start + chunk]) for start in range(0, len(rows), chunk)])
 
 
-def force_error(model: Scaled, features: jnp.ndarray, split: tuple) -> tuple[float, float | None]:
+def force_figures(model: Scaled, features: jnp.ndarray, split: tuple) -> tuple[float, float | None]:
     """An estimator's split (`on_device`, its grids' features (K, F) given), through the force the
     controller acts on (the estimate shortened to its scale, `networks.capped`): its mean error
     (N), and the mean force (N) it reports on the samples with less than `QUIET` applied (None
@@ -201,7 +201,7 @@ def criterion(config: TrainConfig) -> str:
     """The score of a run's validation points (`rank` orders them): the validation loss, except
     for the minimal-wrench estimator, whose loss rewards a scale too small (Eq. 13 counts only
     the samples below it: in the third GPU lease, docs/grasp.md, one trained for t = 0.05 beat at
-    t = 0.5 every one trained for 0.5); there `force_error`'s mean error."""
+    t = 0.5 every one trained for 0.5); there `force_figures`' mean error."""
     return FORCE_ERROR if config.network == "estimator" and config.loss == "minimal_wrench" else VALIDATION_LOSS
 
 
@@ -442,7 +442,7 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
         state["val_by_kind"].append([step, by_kind(per_sample, val_kinds)])
         state["object_features"].append([step, varying_features(features), int(features.shape[1])])
         if criterion(config) == FORCE_ERROR:
-            score, quiet = force_error(model, features, val_split)
+            score, quiet = force_figures(model, features, val_split)
             state["quiet"].append([step, quiet])
         else:
             score = mean_loss
