@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -42,6 +43,15 @@ from robocal.solver import solve_many
 _PROBLEMS: dict[tuple[str, int], tuple] = {}
 
 
+@functools.cache
+def simulated(seed: int, n_per_pair: int, joint_noise: float) -> tuple:
+    """(tree, truth, theta_true, contacts) of the hand of `seed`. The contact search is seconds of
+    compute per hand; a later call with another model (joint offsets) fits the same contacts."""
+    tree, geometry, truth, theta_true = perturbed_dlr_hand(TRANSLATION, ROTATION, seed)
+    contacts = simulate_contacts(truth, truth.nominal, truth, theta_true, geometry, dlr_hand_pairs(), n_per_pair, seed, joint_noise=joint_noise)
+    return tree, truth, theta_true, contacts
+
+
 def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 500, model: str = "full_dh") -> list[dict]:
     """One row per seed: mean task error (m) of the nominal hand, mean and max of the calibrated one.
     `model`: a model of the demo's MODELS (full_dh, joint_offsets)."""
@@ -51,8 +61,7 @@ def study(seeds, n_per_pair: int = 50, joint_noise: float = 0.0, n_test: int = 5
         for name in (DLR_ROBOT, DLR_GEOMETRY):
             (out / name).write_text(resources.files("robocal").joinpath(f"models/{name}").read_text())
         for seed in seeds:
-            tree, geometry, truth, theta_true = perturbed_dlr_hand(TRANSLATION, ROTATION, seed)
-            sim = simulate_contacts(truth, truth.nominal, truth, theta_true, geometry, dlr_hand_pairs(), n_per_pair, seed, joint_noise=joint_noise)
+            tree, truth, theta_true, sim = simulated(seed, n_per_pair, joint_noise)
             write_contact_csv(out / "contacts.csv", tree, sim)
             if (model, n_test) not in _PROBLEMS:  # same nominal hand and parameterization for every seed: compile once
                 problem = load_problem(_write_problem(out, model))
