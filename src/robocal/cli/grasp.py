@@ -211,7 +211,7 @@ def grasp_train(
     """Train the learned controller's networks with checkpoints and learning curves
     (curves.html per network); resumable."""
     from robocal.grasp.learned.controller import NETWORKS, load, load_networks, save, with_runs
-    from robocal.grasp.learned.losses import QUIET
+    from robocal.grasp.learned.quiet import QUIET, quiet_at
     from robocal.grasp.learned.training import STATE, TrainConfig, criterion, kept, train, warnings
     from robocal.outputs import preflight
 
@@ -274,7 +274,7 @@ def grasp_train(
         parts = "".join(f"{kind} grasps {value:.4g}, " for kind, value in kinds.items())
         best_step = kept(state)[1]
         best = f"; the run's result is step {best_step}'s network, {criterion(config)} {state['best'][1]:.4g}" if state.get("best") else ""
-        quiet = dict(state.get("quiet", [])).get(best_step)
+        quiet = quiet_at(state, best_step)
         best += f", {quiet:.3g} N reported where less than {QUIET} N acts" if quiet is not None else ""
         out.print(
             f"{name}: step {state['step']}, validation loss {last[2]:.4g} ({parts}best constant {state['constant_val_loss']:.4g}){best}; {out_dir / name / 'curves.html'}",

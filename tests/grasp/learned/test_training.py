@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from robocal.errors import InputError
-from robocal.grasp.learned import dataset, losses, networks, training
+from robocal.grasp.learned import dataset, networks, training
 from robocal.grasp.learned.controller import load_run
+from robocal.grasp.learned.quiet import QUIET
 from tests.grasp.learned.test_networks import clipped_shift
 
 jax.config.update("jax_enable_x64", True)
@@ -94,7 +95,7 @@ def test_the_minimal_wrench_estimator_is_judged_by_the_force_it_reports(tiny_dat
     for grid, inputs, target in zip(data[0][data[1]], data[2], data[3]):
         wrench, scale = (np.asarray(a) for a in networks.split_estimate(model(jnp.asarray(grid, dtype=float), jnp.asarray(inputs))))
         one_by_one.append(np.linalg.norm(networks.capped(wrench, scale)[:3] - target[:3]))
-        if np.linalg.norm(target[:3]) < losses.QUIET:
+        if np.linalg.norm(target[:3]) < QUIET:
             quiet.append(np.linalg.norm(networks.capped(wrench, scale)[:3]))
     assert len(quiet) > 0
     features = training.encode_all(model, split[0])
@@ -119,7 +120,7 @@ def test_an_estimator_that_invents_forces_is_kept_only_when_every_point_does_and
     assert training.rank({"quiet": []}, 7, 1.0) == (False, 1.0)  # the validation loss's criterion records no quiet force
     assert training.warnings({**state, "best": [1500, 3.10]}) == []
     (warning,) = training.warnings({**state, "quiet": [[0, 0.46], [500, 0.31]], "best": [0, 2.80]})
-    assert "network of step 0 reports 0.460 N" in warning and f"less than {losses.QUIET} N" in warning
+    assert "network of step 0 reports 0.460 N" in warning and f"less than {QUIET} N" in warning
 
 
 def test_a_network_with_dead_convolutions_is_reported(tiny_dataset, tiny_run, tmp_path):

@@ -25,8 +25,8 @@ import numpy as np
 
 from robocal.grasp.learned import networks
 from robocal.grasp.learned.dataset import load
-from robocal.grasp.learned.losses import QUIET
 from robocal.grasp.learned.networks import Scaled
+from robocal.grasp.learned.quiet import QUIET
 from robocal.grasp.learned.training import arrays, outputs
 from robocal.grasp.simulation import GraspSituation
 

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
-from robocal.grasp.learned.losses import QUIET, QUIET_LIMIT
+from robocal.grasp.learned.quiet import QUIET, QUIET_LIMIT, quiet_at
 
 
 def write_curves(path: Path, state: dict, result_step: int, criterion: str) -> None:
     """The learning curves of a run's state (`training.train`'s) as a self-contained HTML page:
     training and validation losses, the validation loss per grasp kind, the best constant, and
     the step whose network is the run's result (best by `criterion`; for the minimal-wrench
-    estimator with the force it reports where none acts, which `training.rank` orders first)."""
+    estimator with the force it reports where none acts, `quiet_at`, which `training.rank`
+    orders first)."""
     from matplotlib.figure import Figure
 
     from robocal.report.html import figure_html
@@ -33,7 +34,7 @@ def write_curves(path: Path, state: dict, result_step: int, criterion: str) -> N
     ax.set(xlabel="step", ylabel="loss", yscale="log")
     ax.legend()
     config = state["config"]
-    reported = dict(state.get("quiet", [])).get(result_step)
+    reported = quiet_at(state, result_step)
     quiet = f" (it reports {reported:.3g} N on average where less than {QUIET} N acts; at most {QUIET_LIMIT} N counts first)" if reported is not None else ""
     rows = [[k, json.dumps(v)] for k, v in config.items()]
     write_page(

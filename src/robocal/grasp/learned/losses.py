@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 
 QUANTILE = 0.05  # t of Eq. 12 (paper: 0.05)
-QUIET, QUIET_LIMIT = 0.5, 0.3  # N: an applied force below QUIET counts as none; an estimator reporting more there on average invents forces
 
 
 def ground_truth_scale(wrench_true: jnp.ndarray) -> jnp.ndarray:

@@ -24,9 +24,10 @@ the dense layers of a trained network only: its convolutions stay, so every grid
 once for the run and a step costs the dense layers alone (what a CPU can train; for example the
 estimator for another quantile t). `shift_augment` K > 0 moves each minibatch grid by a random
 whole offset in [-K, K]^3 voxels (edge-padded, `networks.moved`), so that on few objects the
-convolutions learn less of their training objects' exact voxels. Each validation point also counts the object features that vary across the validation grids
-(`varying_features`): where none does, the convolutions are dead (every unit off for every
-object: a learning rate too high), the network ignores the object, and `warnings` says so.
+convolutions learn less of their training objects' exact voxels. Each validation point also
+counts the object features that vary across the validation grids (`varying_features`): where
+none does, the convolutions are dead (every unit off for every object: a learning rate too
+high), the network ignores the object, and `warnings` says so.
 `curves.html` shows the training and validation losses against the constant baseline, and the
 validation loss per grasp kind: for the estimator the power grasps' part is mostly a floor the
 network cannot pass (their palm takes an external force the joint torques do not see, so the
@@ -59,8 +60,8 @@ from robocal.errors import InputError, RobocalError
 from robocal.grasp.learned import losses, networks
 from robocal.grasp.learned.curves import write_curves
 from robocal.grasp.learned.leaves import read_leaves, write_leaves
-from robocal.grasp.learned.losses import QUIET, QUIET_LIMIT
 from robocal.grasp.learned.networks import Scaled, in_precision
+from robocal.grasp.learned.quiet import QUIET, QUIET_LIMIT, invents_forces, quiet_at
 from robocal.outputs import write_atomically
 from robocal.validation import Seed, read_json, validate_mapping
 
@@ -206,11 +207,10 @@ def criterion(config: TrainConfig) -> str:
 
 
 def rank(state: dict, step: int, score: float) -> tuple[bool, float]:
-    """A validation point's order among a run's (the lowest is kept): a minimal-wrench estimator
-    that reports more than `QUIET_LIMIT` where (almost) no force acts (the state's `quiet`) comes
-    after every one that does not, whatever its score; then the lower score."""
-    quiet = dict(state.get("quiet", [])).get(step)
-    return (quiet is not None and quiet > QUIET_LIMIT, score)
+    """A validation point's order among a run's (the lowest is kept): one whose estimator
+    `invents_forces` comes after every one that does not, whatever its score; then the lower
+    score."""
+    return invents_forces(state, step), score
 
 
 def sample_losses(model: Scaled, loss: Callable, features, inputs, targets) -> jnp.ndarray:
@@ -376,9 +376,9 @@ def warnings(state: dict) -> list[str]:
             f"none of the {counts[step][1]} object features of the network of step {step} varies across the validation grids: its convolutions "
             "are dead (every unit off for every object), so it ignores the object; train again with a lower --learning-rate"
         )
-    if rank(state, step, 0.0)[0]:
+    if invents_forces(state, step):
         found.append(
-            f"the network of step {step} reports {dict(state['quiet'])[step]:.3f} N on average on the validation samples with less than {QUIET} N "
+            f"the network of step {step} reports {quiet_at(state, step):.3f} N on average on the validation samples with less than {QUIET} N "
             f"applied, more than {QUIET_LIMIT} N: it invents forces (no validation point of the run stayed under that); train for a smaller --quantile"
         )
     return found
@@ -471,13 +471,8 @@ def train(config: TrainConfig, data: Path | Sequence[Path], out: Path, progress:
         validation(model, 0, None)
     else:
         (model, opt_state), state = earlier
-        for field, empty in (
-            ("val_by_kind", []),
-            ("object_features", []),
-            ("scores", []),
-            ("quiet", []),
-            ("best", None),
-        ):  # a run begun before robocal recorded them
+        # a run begun before robocal recorded these fields lacks them
+        for field, empty in (("val_by_kind", []), ("object_features", []), ("scores", []), ("quiet", []), ("best", None)):
             state.setdefault(field, empty)
     key = jax.random.PRNGKey(config.seed + 1)
     recent: list[jnp.ndarray] = []  # this stretch's losses, left on the device until the next point
